@@ -1,0 +1,385 @@
+package projectdata
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/pkg/errors"
+)
+
+// Names inside a project folder.
+const (
+	dbFileName     = "project.db"
+	exportsDirName = "exports"
+)
+
+// maxCachedStmts bounds the prepared statements a connection keeps.
+const maxCachedStmts = 128
+
+// project is an open project: its writer connection and its pool of
+// read-only connections. The Store pins a project (refs) while an operation
+// uses it and closes it only when idle.
+type project struct {
+	slug  string
+	dir   string
+	store *Store
+
+	ready   chan struct{} // closed once open has finished
+	openErr error         // set before ready is closed
+
+	refs    int  // guarded by store.mu
+	evicted bool // guarded by store.mu
+
+	wsem   chan struct{} // holds the writer; capacity 1
+	writer *conn
+
+	rsem    chan struct{} // one slot per reader in use
+	rmu     sync.Mutex
+	readers []*conn // idle readers
+	closed  bool    // guarded by rmu
+
+	schemaMu  sync.Mutex
+	schema    *schema // cached registry of application tables; nil when stale
+	schemaGen uint64  // counts invalidations, so a slow load cannot install a stale registry
+
+	lastUsedMu sync.Mutex
+	lastUsed   map[int64]time.Time // token id → last_used_at minute written
+}
+
+func (p *project) dbPath() string { return filepath.Join(p.dir, dbFileName) }
+
+// open opens the writer connection and migrates the control schema.
+func (p *project) open() error {
+	if _, err := os.Stat(p.dbPath()); err != nil {
+		if os.IsNotExist(err) {
+			return errorf(ErrProjectNotFound, "project %q does not exist", p.slug)
+		}
+		return errors.Wrapf(err, "stat project %q", p.slug)
+	}
+	w, err := openConn(p.dbPath(), false, p.store.opts.BusyTimeout)
+	if err != nil {
+		return errors.Wrapf(err, "open project %q", p.slug)
+	}
+	if err := migrate(w); err != nil {
+		w.close()
+		return errors.Wrapf(err, "migrate project %q", p.slug)
+	}
+	p.writer = w
+	p.wsem = make(chan struct{}, 1)
+	p.rsem = make(chan struct{}, p.store.opts.MaxReadersPerProject)
+	p.lastUsed = make(map[int64]time.Time)
+	return nil
+}
+
+// close closes every connection. Callers make sure no operation uses the
+// project any more.
+func (p *project) close() error {
+	p.rmu.Lock()
+	if p.closed {
+		p.rmu.Unlock()
+		return nil
+	}
+	p.closed = true
+	readers := p.readers
+	p.readers = nil
+	p.rmu.Unlock()
+
+	var first error
+	for _, r := range readers {
+		if err := r.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	if p.writer != nil {
+		if err := p.writer.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// write runs fn in an immediate transaction on the writer connection: all
+// of fn's changes commit together, or none do (on error or panic).
+func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error) {
+	select {
+	case p.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-p.wsem }()
+
+	c := p.writer
+	old := c.db.SetInterrupt(ctx)
+	defer c.db.SetInterrupt(old)
+	tx, err := c.db.BeginImmediate()
+	if err != nil {
+		return dbError(ctx, err)
+	}
+	defer tx.End(&err)
+	return fn(c)
+}
+
+// read runs fn on a read-only connection from the pool. Each statement fn
+// runs sees its own snapshot; use readTx for several statements that must
+// agree.
+func (p *project) read(ctx context.Context, fn func(c *conn) error) error {
+	select {
+	case p.rsem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-p.rsem }()
+
+	c, err := p.takeReader()
+	if err != nil {
+		return err
+	}
+	healthy := false
+	defer func() { p.returnReader(c, healthy) }()
+
+	old := c.db.SetInterrupt(ctx)
+	err = fn(c)
+	c.db.SetInterrupt(old)
+	healthy = c.db.GetAutocommit()
+	return err
+}
+
+// readTx runs fn on a read-only connection inside one read transaction, so
+// every statement sees the same snapshot.
+func (p *project) readTx(ctx context.Context, fn func(c *conn) error) error {
+	return p.read(ctx, func(c *conn) (err error) {
+		tx := c.db.Begin()
+		defer tx.End(&err)
+		return fn(c)
+	})
+}
+
+func (p *project) takeReader() (*conn, error) {
+	p.rmu.Lock()
+	if n := len(p.readers); n > 0 {
+		c := p.readers[n-1]
+		p.readers = p.readers[:n-1]
+		p.rmu.Unlock()
+		return c, nil
+	}
+	p.rmu.Unlock()
+	c, err := openConn(p.dbPath(), true, p.store.opts.BusyTimeout)
+	if err != nil {
+		return nil, errors.Wrapf(err, "open reader of project %q", p.slug)
+	}
+	return c, nil
+}
+
+// returnReader puts a reader back in the pool, or closes it when it is in
+// an unknown state (a transaction left open, a panic) or the project closed.
+func (p *project) returnReader(c *conn, healthy bool) {
+	p.rmu.Lock()
+	if healthy && !p.closed {
+		p.readers = append(p.readers, c)
+		p.rmu.Unlock()
+		return
+	}
+	p.rmu.Unlock()
+	c.close()
+}
+
+// conn is one SQLite connection with a cache of prepared statements. A conn
+// is used by one goroutine at a time.
+type conn struct {
+	db    *sqlite3.Conn
+	stmts map[string]*sqlite3.Stmt
+}
+
+// openConn opens a connection to the database at path; readOnly connections
+// cannot write even if asked to.
+func openConn(path string, readOnly bool, busyTimeout time.Duration) (*conn, error) {
+	flags := sqlite3.OPEN_READWRITE
+	if readOnly {
+		flags = sqlite3.OPEN_READONLY
+	}
+	db, err := sqlite3.OpenFlags(path, flags|sqlite3.OPEN_NOFOLLOW|sqlite3.OPEN_EXRESCODE)
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{db: db, stmts: make(map[string]*sqlite3.Stmt)}
+	if err := c.configure(readOnly, busyTimeout); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
+	if err := c.db.BusyTimeout(busyTimeout); err != nil {
+		return err
+	}
+	if _, err := c.db.Config(sqlite3.DBCONFIG_DEFENSIVE, true); err != nil {
+		return err
+	}
+	c.db.Limit(sqlite3.LIMIT_ATTACHED, 0)
+	pragmas := `PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;`
+	if readOnly {
+		pragmas += ` PRAGMA query_only=ON;`
+	} else {
+		pragmas = `PRAGMA journal_mode=WAL; ` + pragmas
+	}
+	return c.db.Exec(pragmas)
+}
+
+// close finalizes the cached statements and closes the connection.
+func (c *conn) close() error {
+	c.forgetStmts()
+	return c.db.Close()
+}
+
+// forgetStmts finalizes every cached statement.
+func (c *conn) forgetStmts() {
+	for sql, st := range c.stmts {
+		st.Close()
+		delete(c.stmts, sql)
+	}
+}
+
+// prepare returns the cached statement for sql, preparing it on first use.
+// sql is always text of ours, never input: identifiers in it were checked
+// against the schema and quoted, and values are bound.
+func (c *conn) prepare(sql string) (*sqlite3.Stmt, error) {
+	if st, ok := c.stmts[sql]; ok {
+		return st, nil
+	}
+	st, tail, err := c.db.PrepareFlags(sql, sqlite3.PREPARE_PERSISTENT)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil || tail != "" {
+		if st != nil {
+			st.Close()
+		}
+		return nil, errors.Errorf("prepare: not exactly one statement: %.40q", sql)
+	}
+	if len(c.stmts) >= maxCachedStmts {
+		c.forgetStmts()
+	}
+	c.stmts[sql] = st
+	return st, nil
+}
+
+// exec runs a statement with args and discards any rows.
+func (c *conn) exec(sql string, args ...any) error {
+	return c.query(sql, args, nil)
+}
+
+// query runs a statement with args and calls each for every row; each may
+// be nil. The statement is reset afterwards, whatever happens.
+func (c *conn) query(sql string, args []any, each func(st *sqlite3.Stmt) error) (err error) {
+	st, err := c.prepare(sql)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := st.Reset(); err == nil {
+			err = rerr
+		}
+		st.ClearBindings()
+	}()
+	if err := bindAll(st, args); err != nil {
+		return err
+	}
+	for st.Step() {
+		if each != nil {
+			if err := each(st); err != nil {
+				return err
+			}
+		}
+	}
+	return st.Err()
+}
+
+// queryRow runs a statement and calls scan for its first row, if any.
+func (c *conn) queryRow(sql string, args []any, scan func(st *sqlite3.Stmt) error) (found bool, err error) {
+	err = c.query(sql, args, func(st *sqlite3.Stmt) error {
+		if found {
+			return nil
+		}
+		found = true
+		return scan(st)
+	})
+	return found, err
+}
+
+// bindAll binds args to the statement's parameters 1..n.
+func bindAll(st *sqlite3.Stmt, args []any) error {
+	for i, a := range args {
+		if err := bind(st, i+1, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bind binds one Go value. Values reach SQLite only this way, never as SQL
+// text.
+func bind(st *sqlite3.Stmt, i int, v any) error {
+	switch v := v.(type) {
+	case nil:
+		return st.BindNull(i)
+	case int:
+		return st.BindInt64(i, int64(v))
+	case int64:
+		return st.BindInt64(i, v)
+	case float64:
+		return st.BindFloat(i, v)
+	case bool:
+		return st.BindBool(i, v)
+	case string:
+		return st.BindText(i, v)
+	case []byte:
+		return st.BindBlob(i, v)
+	case time.Time:
+		return st.BindText(i, formatTime(v))
+	case *time.Time:
+		if v == nil {
+			return st.BindNull(i)
+		}
+		return st.BindText(i, formatTime(*v))
+	default:
+		return errors.Errorf("bind: unsupported type %T", v)
+	}
+}
+
+// columnTime reads a nullable timestamp column.
+func columnTime(st *sqlite3.Stmt, col int) *Timestamp {
+	if st.ColumnType(col) == sqlite3.NULL {
+		return nil
+	}
+	t, err := parseTime(st.ColumnText(col))
+	if err != nil {
+		return nil
+	}
+	return &Timestamp{t}
+}
+
+// dbError turns a SQLite failure into the Store's error vocabulary:
+// constraint failures get their codes, an interrupt caused by ctx becomes
+// ctx's error, anything else stays internal.
+func dbError(ctx context.Context, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sqlite3.CONSTRAINT_UNIQUE), errors.Is(err, sqlite3.CONSTRAINT_PRIMARYKEY):
+		return errorf(ErrUniqueViolation, "a row with the same unique value already exists")
+	case errors.Is(err, sqlite3.CONSTRAINT_NOTNULL):
+		return errorf(ErrNotNullViolation, "a NOT NULL column got no value")
+	case errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil:
+		return ctx.Err()
+	}
+	var code Code
+	if errors.As(err, &code) {
+		return err
+	}
+	return errors.WithStack(err)
+}

@@ -1,0 +1,368 @@
+// Package projectdata is a project-scoped data service on SQLite: tables,
+// columns, rows, safe read-only SQL, managed indexes, CSV exports and Project
+// API Tokens. See doc.go for an overview.
+package projectdata
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/pkg/errors"
+)
+
+// Options configures a Store. A nil *Options, and the zero value of every
+// field, mean the documented default.
+type Options struct {
+	// Now returns the current time. Zero: time.Now.
+	Now func() time.Time
+	// Logger receives the Store's own diagnostics (never token secrets).
+	// Zero: a logger that discards everything.
+	Logger *slog.Logger
+	// MaxOpenProjects bounds how many project databases are open at once;
+	// the least recently used idle project is closed first. Zero: 64.
+	MaxOpenProjects int
+	// MaxReadersPerProject bounds the read-only connections of one project,
+	// and so how many reads of a project run in parallel. Zero: 4.
+	MaxReadersPerProject int
+	// BusyTimeout is how long a connection waits for a lock held by another
+	// process before it fails. Zero: 5s.
+	BusyTimeout time.Duration
+	// QueryTimeout is the execution budget of one read-only query; SQLite is
+	// interrupted when it runs out (query_budget_exceeded). Zero: 1s.
+	QueryTimeout time.Duration
+	// QueryMaxBytes is the result budget of one query, in bytes of encoded
+	// rows (query_result_too_large). Zero: 4 MiB.
+	QueryMaxBytes int
+	// MaxInsertRows bounds the rows of one insert (too_many_rows). Zero: 10,000.
+	MaxInsertRows int
+	// ExportTTL is how long an export file is kept. Zero: 7 days.
+	ExportTTL time.Duration
+}
+
+// withDefaults returns a copy of o with every zero field set to its default.
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if r.MaxOpenProjects <= 0 {
+		r.MaxOpenProjects = 64
+	}
+	if r.MaxReadersPerProject <= 0 {
+		r.MaxReadersPerProject = 4
+	}
+	if r.BusyTimeout <= 0 {
+		r.BusyTimeout = 5 * time.Second
+	}
+	if r.QueryTimeout <= 0 {
+		r.QueryTimeout = time.Second
+	}
+	if r.QueryMaxBytes <= 0 {
+		r.QueryMaxBytes = 4 << 20
+	}
+	if r.MaxInsertRows <= 0 {
+		r.MaxInsertRows = 10000
+	}
+	if r.ExportTTL <= 0 {
+		r.ExportTTL = 7 * 24 * time.Hour
+	}
+	return r
+}
+
+// Store is the project data service over one data folder: every project is
+// a folder dir/<slug>/ holding its SQLite database and its exports.
+//
+// A Store is safe for concurrent use. Within a project, writes are
+// serialized on one connection and reads run in parallel on a pool of
+// read-only connections.
+type Store struct {
+	dir  string
+	opts Options
+
+	mu       sync.Mutex
+	closed   bool
+	projects map[string]*list.Element // slug → element of lru holding *project
+	lru      *list.List               // most recently used at the front
+}
+
+// Open returns a Store over the data folder dir, creating the folder if
+// needed. A nil opts means the defaults.
+func Open(dir string, opts *Options) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("projectdata: empty data folder")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, errors.Wrap(err, "projectdata: create data folder")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, errors.Wrap(err, "projectdata: data folder")
+	}
+	return &Store{
+		dir:      abs,
+		opts:     opts.withDefaults(),
+		projects: make(map[string]*list.Element),
+		lru:      list.New(),
+	}, nil
+}
+
+// Close closes every open project database. It waits for no operation: call
+// it once the callers are done. Close is idempotent; operations after Close
+// fail with ErrStoreClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	var open []*project
+	for e := s.lru.Front(); e != nil; e = e.Next() {
+		open = append(open, e.Value.(*project))
+	}
+	s.projects = nil
+	s.lru.Init()
+	s.mu.Unlock()
+
+	var first error
+	for _, p := range open {
+		<-p.ready
+		if err := p.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// now returns the Store's clock reading, in UTC to the millisecond.
+func (s *Store) now() time.Time {
+	return s.opts.Now().UTC().Truncate(time.Millisecond)
+}
+
+// acquire returns the open project with the slug, opening it if needed, and
+// pins it until release. Unknown projects are ErrProjectNotFound.
+func (s *Store) acquire(ctx context.Context, slug string) (*project, error) {
+	if err := validateSlug(slug); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errorf(ErrStoreClosed, "the store is closed")
+	}
+	if e, ok := s.projects[slug]; ok {
+		p := e.Value.(*project)
+		p.refs++
+		s.lru.MoveToFront(e)
+		s.mu.Unlock()
+		<-p.ready
+		if p.openErr != nil {
+			s.release(p)
+			return nil, p.openErr
+		}
+		return p, nil
+	}
+	p := &project{slug: slug, dir: filepath.Join(s.dir, slug), store: s, refs: 1, ready: make(chan struct{})}
+	s.projects[slug] = s.lru.PushFront(p)
+	s.mu.Unlock()
+
+	p.openErr = p.open()
+	close(p.ready)
+	if p.openErr != nil {
+		s.mu.Lock()
+		if e, ok := s.projects[slug]; ok && e.Value == p {
+			delete(s.projects, slug)
+			s.lru.Remove(e)
+		}
+		s.mu.Unlock()
+		return nil, p.openErr
+	}
+	s.evict()
+	return p, nil
+}
+
+// release unpins a project acquired with acquire.
+func (s *Store) release(p *project) {
+	s.mu.Lock()
+	p.refs--
+	closeNow := p.refs == 0 && p.evicted
+	s.mu.Unlock()
+	if closeNow {
+		s.closeQuietly(p)
+	}
+	s.evict()
+}
+
+// evict closes least recently used idle projects while more than
+// MaxOpenProjects are open. Projects in use are never closed under a caller.
+func (s *Store) evict() {
+	s.mu.Lock()
+	var idle []*project
+	for e := s.lru.Back(); e != nil && s.lru.Len() > s.opts.MaxOpenProjects; {
+		prev := e.Prev()
+		p := e.Value.(*project)
+		if p.refs == 0 {
+			delete(s.projects, p.slug)
+			s.lru.Remove(e)
+			p.evicted = true
+			idle = append(idle, p)
+		}
+		e = prev
+	}
+	s.mu.Unlock()
+	for _, p := range idle {
+		s.closeQuietly(p)
+	}
+}
+
+// forget drops a project from the open set and closes it once idle; used
+// when its folder is replaced or removed.
+func (s *Store) forget(p *project) {
+	s.mu.Lock()
+	if e, ok := s.projects[p.slug]; ok && e.Value == p {
+		delete(s.projects, p.slug)
+		s.lru.Remove(e)
+	}
+	p.evicted = true
+	s.mu.Unlock()
+}
+
+func (s *Store) closeQuietly(p *project) {
+	if err := p.close(); err != nil {
+		s.opts.Logger.Error("close project", "project", p.slug, "err", err)
+	}
+}
+
+// withProject runs fn with the open project, after checking that the
+// caller in ctx (if any) may do op on it; an empty op checks no caller.
+func (s *Store) withProject(ctx context.Context, slug string, op Operation, fn func(p *project) error) error {
+	p, err := s.acquire(ctx, slug)
+	if err != nil {
+		return err
+	}
+	defer s.release(p)
+	if op != "" {
+		if err := authorize(ctx, slug, op); err != nil {
+			return err
+		}
+	}
+	return fn(p)
+}
+
+// Code is an error code of the specification or of the contract. Every error
+// the Store returns wraps exactly one Code, so errors.Is(err, ErrTableNotFound)
+// works and ErrorCode(err) tells the code of any error.
+//
+// A Code is itself an error: the sentinels below are constants.
+type Code string
+
+// Error returns the code itself.
+func (c Code) Error() string { return string(c) }
+
+// Error codes named by the specification.
+const (
+	ErrPermissionDenied        Code = "permission_denied"
+	ErrInvalidToken            Code = "invalid_token"
+	ErrWriteSQLForbidden       Code = "write_sql_forbidden"
+	ErrQueryTableDenied        Code = "query_table_denied"
+	ErrQueryBudgetExceeded     Code = "query_budget_exceeded"
+	ErrQueryResultTooLarge     Code = "query_result_too_large"
+	ErrWhereRequired           Code = "where_required"
+	ErrIndexExists             Code = "index_exists"
+	ErrIndexNotManaged         Code = "index_not_managed"
+	ErrTableNotFound           Code = "table_not_found"
+	ErrColumnNotFound          Code = "column_not_found"
+	ErrRecordNotFound          Code = "record_not_found"
+	ErrProjectNotFound         Code = "project_not_found"
+	ErrInvalidProjectName      Code = "invalid_project_name"
+	ErrInvalidColumnValue      Code = "invalid_column_value"
+	ErrColumnTypeLocked        Code = "column_type_locked"
+	ErrUnsupportedColumnChange Code = "unsupported_column_change"
+	ErrInvalidExportStatus     Code = "invalid_export_status"
+	ErrForbidden               Code = "forbidden"
+)
+
+// Error codes fixed by the contract where the specification is silent.
+const (
+	ErrInvalidJSON           Code = "invalid_json"
+	ErrInvalidProjectSlug    Code = "invalid_project_slug"
+	ErrInvalidTableName      Code = "invalid_table_name"
+	ErrInvalidColumnName     Code = "invalid_column_name"
+	ErrInvalidColumnType     Code = "invalid_column_type"
+	ErrInvalidColumnChange   Code = "invalid_column_change"
+	ErrInvalidWhere          Code = "invalid_where"
+	ErrInvalidExportFormat   Code = "invalid_export_format"
+	ErrInvalidTokenType      Code = "invalid_token_type"
+	ErrInvalidExpiresAt      Code = "invalid_expires_at"
+	ErrInvalidOperationRunID Code = "invalid_operation_run_id"
+	ErrInvalidRequest        Code = "invalid_request"
+	ErrNotNullViolation      Code = "not_null_violation"
+	ErrIndexNotFound         Code = "index_not_found"
+	ErrExportNotFound        Code = "export_not_found"
+	ErrRouteNotFound         Code = "route_not_found"
+	ErrMethodNotAllowed      Code = "method_not_allowed"
+	ErrTableExists           Code = "table_exists"
+	ErrColumnExists          Code = "column_exists"
+	ErrUniqueViolation       Code = "unique_violation"
+	ErrPayloadTooLarge       Code = "payload_too_large"
+	ErrTooManyRows           Code = "too_many_rows"
+	ErrUnsupportedMediaType  Code = "unsupported_media_type"
+	ErrInternal              Code = "internal_error"
+)
+
+// Error codes of operations that only the Go API and the server's command
+// line offer (no HTTP route of the specification can produce them), or of
+// extension routes the contract lists without naming their not-found code.
+const (
+	ErrProjectExists Code = "project_exists"
+	ErrTokenNotFound Code = "token_not_found"
+	ErrStoreClosed   Code = "store_closed"
+)
+
+// Error is a failure with a code and a message written for people: it names
+// the table, column, row index or value at fault and never internals.
+// Use errors.As to read the message apart from the code.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the code, so errors.Is(err, ErrTableNotFound) matches.
+func (e *Error) Unwrap() error { return e.Code }
+
+// errorf returns an *Error with the code and a formatted message.
+func errorf(code Code, format string, args ...any) error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of any error the Store returns: the Code it
+// wraps, or ErrInternal for an unexpected failure. It returns "" for nil.
+func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var c Code
+	if errors.As(err, &c) {
+		return c
+	}
+	return ErrInternal
+}

@@ -1,0 +1,161 @@
+package projectdata
+
+import (
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/pkg/errors"
+)
+
+// migrations are the control schema's versions: migrations[i] brings a
+// database from version i to i+1 (PRAGMA user_version). A release only ever
+// appends to this list, so every older project database can be migrated.
+var migrations = []string{
+	// Version 1.
+	`
+CREATE TABLE _pd_project (
+	id         INTEGER PRIMARY KEY CHECK (id = 1),
+	slug       TEXT NOT NULL,
+	name       TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	updated_at TEXT NOT NULL
+);
+CREATE TABLE _pd_tokens (
+	id            INTEGER PRIMARY KEY AUTOINCREMENT,
+	name          TEXT NOT NULL,
+	role          TEXT NOT NULL,
+	secret_sha256 BLOB NOT NULL UNIQUE,
+	expires_at    TEXT,
+	revoked_at    TEXT,
+	last_used_at  TEXT,
+	created_at    TEXT NOT NULL
+);
+CREATE TABLE _pd_tables (
+	id           INTEGER PRIMARY KEY AUTOINCREMENT,
+	name         TEXT NOT NULL UNIQUE COLLATE NOCASE,
+	display_name TEXT,
+	created_at   TEXT NOT NULL,
+	updated_at   TEXT NOT NULL
+);
+CREATE TABLE _pd_columns (
+	id            INTEGER PRIMARY KEY AUTOINCREMENT,
+	table_id      INTEGER NOT NULL REFERENCES _pd_tables(id) ON DELETE CASCADE,
+	position      INTEGER NOT NULL,
+	name          TEXT NOT NULL COLLATE NOCASE,
+	type          TEXT NOT NULL,
+	is_nullable   INTEGER NOT NULL,
+	default_value TEXT, -- the default as a JSON scalar; NULL when there is none
+	is_primary    INTEGER NOT NULL,
+	is_unique     INTEGER NOT NULL,
+	created_at    TEXT NOT NULL,
+	updated_at    TEXT NOT NULL,
+	UNIQUE (table_id, name)
+);
+-- Indexes created through the API (managed). Their definition lives in
+-- sqlite_schema; this table says which indexes are ours.
+CREATE TABLE _pd_indexes (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	table_id   INTEGER NOT NULL REFERENCES _pd_tables(id) ON DELETE CASCADE,
+	name       TEXT NOT NULL UNIQUE COLLATE NOCASE,
+	created_at TEXT NOT NULL
+);
+CREATE TABLE _pd_exports (
+	id            TEXT PRIMARY KEY,
+	kind          TEXT NOT NULL,
+	scope         TEXT NOT NULL,
+	table_name    TEXT NOT NULL,
+	format        TEXT NOT NULL,
+	file_name     TEXT NOT NULL,
+	download_name TEXT NOT NULL,
+	content_type  TEXT NOT NULL,
+	row_count     INTEGER NOT NULL,
+	table_count   INTEGER,
+	size_bytes    INTEGER NOT NULL,
+	sha256        TEXT NOT NULL,
+	status        TEXT NOT NULL,
+	status_reason TEXT,
+	missing_at    TEXT,
+	created_at    TEXT NOT NULL,
+	expires_at    TEXT NOT NULL
+);
+CREATE INDEX _pd_exports_status ON _pd_exports (status, created_at);
+`,
+}
+
+// migrate brings the control schema of the database on c to the newest
+// version, one transaction per version.
+func migrate(c *conn) error {
+	var version int
+	if _, err := c.queryRow(`PRAGMA user_version`, nil, func(st *sqlite3.Stmt) error {
+		version = st.ColumnInt(0)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if version > len(migrations) {
+		return errors.Errorf("control schema version %d is newer than this release knows (%d)", version, len(migrations))
+	}
+	for v := version; v < len(migrations); v++ {
+		err := func() (err error) {
+			tx, err := c.db.BeginImmediate()
+			if err != nil {
+				return err
+			}
+			defer tx.End(&err)
+			if err := c.db.Exec(migrations[v]); err != nil {
+				return err
+			}
+			// user_version cannot be bound; v+1 is our own integer.
+			return c.db.Exec(`PRAGMA user_version = ` + strconv.Itoa(v+1))
+		}()
+		if err != nil {
+			return errors.Wrapf(err, "control schema version %d", v+1)
+		}
+	}
+	return nil
+}
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// validateSlug checks a project slug before it reaches the file system.
+func validateSlug(slug string) error {
+	if !slugPattern.MatchString(slug) {
+		return errorf(ErrInvalidProjectSlug, "project slug %.80q must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit", slug)
+	}
+	return nil
+}
+
+// timeLayout is the one timestamp form of the service: RFC 3339 UTC with
+// millisecond precision and a Z.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
+
+// Timestamp is an instant in UTC with millisecond precision. It encodes to
+// JSON as "2026-11-21T14:05:09.123Z" and decodes any RFC 3339 form.
+type Timestamp struct{ time.Time }
+
+// MarshalJSON encodes the timestamp in the service's one form.
+func (t Timestamp) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + formatTime(t.Time) + `"`), nil
+}
+
+// UnmarshalJSON decodes an RFC 3339 timestamp.
+func (t *Timestamp) UnmarshalJSON(b []byte) error {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return errors.New("timestamp must be an RFC 3339 string")
+	}
+	v, err := parseTime(string(b[1 : len(b)-1]))
+	if err != nil {
+		return errors.New("timestamp must be an RFC 3339 string")
+	}
+	t.Time = v.UTC()
+	return nil
+}
+
+// String returns the timestamp in the service's one form.
+func (t Timestamp) String() string { return formatTime(t.Time) }

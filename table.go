@@ -1,0 +1,568 @@
+package projectdata
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/pkg/errors"
+)
+
+// Table is a registered application table.
+type Table struct {
+	ID          int64     `json:"id"`
+	Name        string    `json:"table_name"`
+	DisplayName *string   `json:"display_name"`
+	CreatedAt   Timestamp `json:"created_at"`
+	UpdatedAt   Timestamp `json:"updated_at"`
+}
+
+// TableDef describes a table to create.
+type TableDef struct {
+	// Name is the table name: ^[A-Za-z_][A-Za-z0-9_]{0,62}$, not starting
+	// with _pd_ or sqlite_.
+	Name string
+	// DisplayName is an optional display name.
+	DisplayName *string
+	// Columns in order. At most one is Primary; without one the table gets
+	// an automatic "id INTEGER PRIMARY KEY" as its first column.
+	Columns []ColumnDef
+}
+
+// ColumnDef describes a column to create.
+type ColumnDef struct {
+	Name string
+	// Type is one of the ColumnType names, case-insensitive; empty is TEXT.
+	Type string
+	// Primary makes the column the table's primary key (always unique and
+	// not null). Only CreateTable accepts it.
+	Primary bool
+	// NotNull forbids NULL; columns are nullable by default.
+	NotNull bool
+	// Unique forbids duplicate values.
+	Unique bool
+	// Default is the value of the column when an insert gives none: a
+	// scalar fitting the type, or nil for none.
+	Default any
+}
+
+// Change is one field of an update request: the zero Change leaves the
+// field as it is, a set Change (Set true) sets it to To, which may be the
+// zero value (nil for pointers: clear). Decoded from JSON, a field that is
+// present, null included, is set.
+type Change[T any] struct {
+	Set bool
+	To  T
+}
+
+// SetTo returns a Change that sets a field to v.
+func SetTo[T any](v T) Change[T] { return Change[T]{Set: true, To: v} }
+
+// UnmarshalJSON marks the change as set and decodes its value.
+func (c *Change[T]) UnmarshalJSON(b []byte) error {
+	c.Set = true
+	return json.Unmarshal(b, &c.To)
+}
+
+// TableUpdate lists the changes to a table; unset fields stay as they are.
+type TableUpdate struct {
+	// DisplayName sets the display name; set to nil to clear it.
+	DisplayName Change[*string] `json:"display_name"`
+}
+
+const maxColumns = 500
+
+var identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// isReserved reports whether a name belongs to the service or to SQLite.
+func isReserved(name string) bool {
+	l := strings.ToLower(name)
+	return strings.HasPrefix(l, "_pd_") || strings.HasPrefix(l, "sqlite_")
+}
+
+// checkName validates a table or column name before it reaches any SQL.
+func checkName(code Code, what, name string) error {
+	if !identPattern.MatchString(name) || isReserved(name) {
+		return errorf(code, "%s %.80q must match ^[A-Za-z_][A-Za-z0-9_]{0,62}$ and not start with _pd_ or sqlite_", what, name)
+	}
+	return nil
+}
+
+// quoteIdent quotes a checked identifier.
+func quoteIdent(name string) string { return sqlite3.QuoteIdentifier(name) }
+
+// schema is a project's registry of application tables, as loaded from the
+// control tables. A loaded schema is immutable; a change loads a new one.
+type schema struct {
+	tables []*tableInfo          // by id
+	byName map[string]*tableInfo // lower-case name
+	byID   map[int64]*tableInfo
+}
+
+// tableInfo is one application table with its columns.
+type tableInfo struct {
+	Table
+	quoted  string
+	columns []*columnInfo // by position
+	byName  map[string]*columnInfo
+	byID    map[int64]*columnInfo
+	pk      *columnInfo
+}
+
+// columnInfo is one column with its quoted name.
+type columnInfo struct {
+	Column
+	quoted string
+}
+
+// lookupTable finds a table by numeric id or name (case-insensitive).
+func (sc *schema) lookupTable(ref string) (*tableInfo, error) {
+	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
+		if t, ok := sc.byID[id]; ok {
+			return t, nil
+		}
+	} else if t, ok := sc.byName[strings.ToLower(ref)]; ok {
+		return t, nil
+	}
+	return nil, errorf(ErrTableNotFound, "table %.80q does not exist", ref)
+}
+
+// lookupColumn finds a column by numeric id or name (case-insensitive).
+func (t *tableInfo) lookupColumn(ref string) (*columnInfo, error) {
+	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
+		if c, ok := t.byID[id]; ok {
+			return c, nil
+		}
+	} else if c, ok := t.byName[strings.ToLower(ref)]; ok {
+		return c, nil
+	}
+	return nil, errorf(ErrColumnNotFound, "column %.80q does not exist in table %q", ref, t.Name)
+}
+
+// columnList returns the table's columns.
+func (t *tableInfo) columnList() []Column {
+	cols := make([]Column, len(t.columns))
+	for i, c := range t.columns {
+		cols[i] = c.Column
+	}
+	return cols
+}
+
+// loadSchema reads the registry through c.
+func loadSchema(c *conn) (*schema, error) {
+	sc := &schema{byName: map[string]*tableInfo{}, byID: map[int64]*tableInfo{}}
+	err := c.query(`SELECT id, name, display_name, created_at, updated_at FROM _pd_tables ORDER BY id`, nil, func(st *sqlite3.Stmt) error {
+		t := &tableInfo{
+			Table:  Table{ID: st.ColumnInt64(0), Name: st.ColumnText(1)},
+			byName: map[string]*columnInfo{},
+			byID:   map[int64]*columnInfo{},
+		}
+		if st.ColumnType(2) != sqlite3.NULL {
+			d := st.ColumnText(2)
+			t.DisplayName = &d
+		}
+		t.CreatedAt, t.UpdatedAt = timeOrZero(st, 3), timeOrZero(st, 4)
+		t.quoted = quoteIdent(t.Name)
+		sc.tables = append(sc.tables, t)
+		sc.byName[strings.ToLower(t.Name)] = t
+		sc.byID[t.ID] = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = c.query(`SELECT id, table_id, name, type, is_nullable, default_value, is_primary, is_unique, created_at, updated_at
+		FROM _pd_columns ORDER BY table_id, position`, nil, func(st *sqlite3.Stmt) error {
+		t := sc.byID[st.ColumnInt64(1)]
+		if t == nil {
+			return errors.New("column of an unknown table")
+		}
+		col := &columnInfo{Column: Column{
+			ID:         st.ColumnInt64(0),
+			TableName:  t.Name,
+			Name:       st.ColumnText(2),
+			Type:       ColumnType(st.ColumnText(3)),
+			IsNullable: Bit(st.ColumnBool(4)),
+			IsPrimary:  Bit(st.ColumnBool(6)),
+			IsUnique:   Bit(st.ColumnBool(7)),
+			CreatedAt:  timeOrZero(st, 8),
+			UpdatedAt:  timeOrZero(st, 9),
+		}}
+		if st.ColumnType(5) != sqlite3.NULL {
+			if err := decodeJSON(st.ColumnRawText(5), &col.DefaultValue); err != nil {
+				return errors.Wrap(err, "column default")
+			}
+		}
+		col.quoted = quoteIdent(col.Name)
+		t.columns = append(t.columns, col)
+		t.byName[strings.ToLower(col.Name)] = col
+		t.byID[col.ID] = col
+		if col.IsPrimary {
+			t.pk = col
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+func timeOrZero(st *sqlite3.Stmt, col int) Timestamp {
+	if t := columnTime(st, col); t != nil {
+		return *t
+	}
+	return Timestamp{}
+}
+
+// decodeJSON decodes b keeping numbers exact (json.Number).
+func decodeJSON(b []byte, v any) error {
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.UseNumber()
+	return d.Decode(v)
+}
+
+// schemaFor returns the project's registry, from the cache when it is
+// current, else loaded through c (a reader, or the writer inside its
+// transaction).
+func (p *project) schemaFor(c *conn) (*schema, error) {
+	p.schemaMu.Lock()
+	sc, gen := p.schema, p.schemaGen
+	p.schemaMu.Unlock()
+	if sc != nil {
+		return sc, nil
+	}
+	sc, err := loadSchema(c)
+	if err != nil {
+		return nil, err
+	}
+	p.schemaMu.Lock()
+	if p.schemaGen == gen {
+		p.schema = sc
+	}
+	p.schemaMu.Unlock()
+	return sc, nil
+}
+
+// invalidateSchema drops the cached registry; a load that began before
+// the call will not install its (possibly stale) result.
+func (p *project) invalidateSchema() {
+	p.schemaMu.Lock()
+	p.schema = nil
+	p.schemaGen++
+	p.schemaMu.Unlock()
+}
+
+// writeSchema is write for operations that change the registry or the
+// schema: fn gets a freshly loaded registry, and the cache is invalidated
+// both before the commit (so no other writer uses it) and after it (so no
+// reader keeps a registry loaded before the commit).
+func (p *project) writeSchema(ctx context.Context, fn func(c *conn, sc *schema) error) error {
+	defer p.invalidateSchema()
+	return p.write(ctx, func(c *conn) error {
+		defer p.invalidateSchema()
+		sc, err := loadSchema(c)
+		if err != nil {
+			return err
+		}
+		return fn(c, sc)
+	})
+}
+
+// readSchema runs fn on a reader with the project's registry.
+func (p *project) readSchema(ctx context.Context, fn func(c *conn, sc *schema) error) error {
+	return p.read(ctx, func(c *conn) error {
+		sc, err := p.schemaFor(c)
+		if err != nil {
+			return err
+		}
+		return fn(c, sc)
+	})
+}
+
+// nameInUse reports whether any schema object (table, index, view,
+// trigger) has the name, case-insensitively.
+func nameInUse(c *conn, name string) (bool, error) {
+	return c.queryRow(`SELECT 1 FROM sqlite_schema WHERE name = ? COLLATE NOCASE`, []any{name}, func(*sqlite3.Stmt) error { return nil })
+}
+
+// CreateTable creates an application table with its columns and returns it
+// with the columns as stored. Without a primary key column the table gets
+// "id INTEGER PRIMARY KEY" (auto-assigned) first.
+//
+// Errors: ErrInvalidTableName, ErrInvalidColumnName, ErrInvalidColumnType,
+// ErrInvalidColumnValue (a default that does not fit), ErrColumnExists (a
+// name twice), ErrInvalidRequest (two primary keys, too many columns),
+// ErrTableExists, ErrProjectNotFound, ErrPermissionDenied.
+func (s *Store) CreateTable(ctx context.Context, slug string, def TableDef) (Table, []Column, error) {
+	var (
+		table Table
+		cols  []Column
+	)
+	err := s.withProject(ctx, slug, OpCreateTable, func(p *project) error {
+		defs, err := checkTableDef(def)
+		if err != nil {
+			return err
+		}
+		return p.writeSchema(ctx, func(c *conn, _ *schema) error {
+			taken, err := nameInUse(c, def.Name)
+			if err != nil {
+				return err
+			}
+			if taken {
+				return errorf(ErrTableExists, "a table or index named %q already exists", def.Name)
+			}
+			now := s.now()
+			if err := c.db.Exec(createTableSQL(def.Name, defs)); err != nil {
+				return err
+			}
+			if err := c.exec(`INSERT INTO _pd_tables (name, display_name, created_at, updated_at) VALUES (?, ?, ?, ?)`,
+				def.Name, optString(def.DisplayName), now, now); err != nil {
+				return err
+			}
+			tableID := c.db.LastInsertRowID()
+			for i, col := range defs {
+				if err := insertColumnRow(c, tableID, i, col, now); err != nil {
+					return err
+				}
+			}
+			sc, err := loadSchema(c)
+			if err != nil {
+				return err
+			}
+			t := sc.byID[tableID]
+			table, cols = t.Table, t.columnList()
+			return nil
+		})
+	})
+	return table, cols, err
+}
+
+// columnSpec is a validated column definition.
+type columnSpec struct {
+	Name     string
+	Type     ColumnType
+	Primary  bool
+	Nullable bool
+	Unique   bool
+	Default  any // converted: nil, int64, float64 or string
+}
+
+// checkTableDef validates a table definition and returns its columns, the
+// automatic primary key included.
+func checkTableDef(def TableDef) ([]columnSpec, error) {
+	if err := checkName(ErrInvalidTableName, "table name", def.Name); err != nil {
+		return nil, err
+	}
+	if len(def.Columns) > maxColumns {
+		return nil, errorf(ErrInvalidRequest, "a table has at most %d columns", maxColumns)
+	}
+	var specs []columnSpec
+	seen := map[string]bool{}
+	primaries := 0
+	for _, cd := range def.Columns {
+		spec, err := checkColumnDef(cd)
+		if err != nil {
+			return nil, err
+		}
+		if seen[strings.ToLower(spec.Name)] {
+			return nil, errorf(ErrColumnExists, "column %q is defined twice", spec.Name)
+		}
+		seen[strings.ToLower(spec.Name)] = true
+		if spec.Primary {
+			primaries++
+		}
+		specs = append(specs, spec)
+	}
+	switch {
+	case primaries > 1:
+		return nil, errorf(ErrInvalidRequest, "a table has exactly one primary key column; %d were given", primaries)
+	case primaries == 0:
+		if seen["id"] {
+			return nil, errorf(ErrInvalidRequest, `column "id" is taken by the automatic primary key; mark a primary key column or rename "id"`)
+		}
+		auto, err := checkColumnDef(ColumnDef{Name: "id", Type: string(TypeInteger), Primary: true})
+		if err != nil {
+			return nil, err
+		}
+		specs = append([]columnSpec{auto}, specs...)
+	}
+	return specs, nil
+}
+
+// checkColumnDef validates one column definition.
+func checkColumnDef(cd ColumnDef) (columnSpec, error) {
+	if err := checkName(ErrInvalidColumnName, "column name", cd.Name); err != nil {
+		return columnSpec{}, err
+	}
+	typ, err := parseColumnType(cd.Type)
+	if err != nil {
+		return columnSpec{}, err
+	}
+	def, err := typ.convert(cd.Default)
+	if err != nil {
+		return columnSpec{}, errorf(ErrInvalidColumnValue, "default of column %q: %s", cd.Name, err)
+	}
+	spec := columnSpec{Name: cd.Name, Type: typ, Primary: cd.Primary, Nullable: !cd.NotNull && !cd.Primary, Unique: cd.Unique || cd.Primary, Default: def}
+	return spec, nil
+}
+
+// columnSQL is a column's definition in CREATE TABLE. The name was checked
+// and is quoted; the default is a converted value rendered as a literal.
+func columnSQL(c columnSpec) string {
+	var b strings.Builder
+	b.WriteString(quoteIdent(c.Name))
+	b.WriteString(" ")
+	b.WriteString(string(c.Type))
+	switch {
+	case c.Primary && c.Type == TypeInteger:
+		b.WriteString(" PRIMARY KEY") // the rowid: auto-assigned, never NULL
+	case c.Primary:
+		b.WriteString(" PRIMARY KEY NOT NULL")
+	default:
+		if !c.Nullable {
+			b.WriteString(" NOT NULL")
+		}
+		if c.Unique {
+			b.WriteString(" UNIQUE")
+		}
+	}
+	if c.Default != nil {
+		b.WriteString(" DEFAULT ")
+		b.WriteString(sqlLiteral(c.Default))
+	}
+	return b.String()
+}
+
+// createTableSQL is the CREATE TABLE statement of a table.
+func createTableSQL(name string, cols []columnSpec) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = columnSQL(c)
+	}
+	return "CREATE TABLE " + quoteIdent(name) + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// insertColumnRow registers a column in _pd_columns.
+func insertColumnRow(c *conn, tableID int64, position int, col columnSpec, now any) error {
+	def, err := defaultJSON(col.Default)
+	if err != nil {
+		return err
+	}
+	return c.exec(`INSERT INTO _pd_columns (table_id, position, name, type, is_nullable, default_value, is_primary, is_unique, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		tableID, position, col.Name, string(col.Type), col.Nullable, def, col.Primary, col.Unique, now, now)
+}
+
+// defaultJSON encodes a converted default for _pd_columns (nil: none).
+func defaultJSON(v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+func optString(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+// ListTables lists the project's application tables, by id.
+//
+// Errors: ErrProjectNotFound, ErrPermissionDenied.
+func (s *Store) ListTables(ctx context.Context, slug string) ([]Table, error) {
+	tables := []Table{}
+	err := s.withProject(ctx, slug, OpListTables, func(p *project) error {
+		return p.readSchema(ctx, func(_ *conn, sc *schema) error {
+			for _, t := range sc.tables {
+				tables = append(tables, t.Table)
+			}
+			return nil
+		})
+	})
+	return tables, err
+}
+
+// GetTable returns a table by numeric id or name.
+//
+// Errors: ErrTableNotFound, ErrProjectNotFound, ErrPermissionDenied.
+func (s *Store) GetTable(ctx context.Context, slug, table string) (Table, error) {
+	var out Table
+	err := s.withProject(ctx, slug, OpListTables, func(p *project) error {
+		return p.readSchema(ctx, func(_ *conn, sc *schema) error {
+			t, err := sc.lookupTable(table)
+			if err == nil {
+				out = t.Table
+			}
+			return err
+		})
+	})
+	return out, err
+}
+
+const maxDisplayNameLen = 200
+
+// UpdateTable changes a table's display name (by numeric id or name).
+//
+// Errors: ErrTableNotFound, ErrInvalidRequest (display name too long),
+// ErrProjectNotFound, ErrPermissionDenied.
+func (s *Store) UpdateTable(ctx context.Context, slug, table string, upd TableUpdate) (Table, error) {
+	var out Table
+	err := s.withProject(ctx, slug, OpUpdateTable, func(p *project) error {
+		if d := upd.DisplayName.To; upd.DisplayName.Set && d != nil && len(*d) > maxDisplayNameLen {
+			return errorf(ErrInvalidRequest, "display_name must be at most %d bytes", maxDisplayNameLen)
+		}
+		return p.writeSchema(ctx, func(c *conn, sc *schema) error {
+			t, err := sc.lookupTable(table)
+			if err != nil {
+				return err
+			}
+			out = t.Table
+			if !upd.DisplayName.Set {
+				return nil
+			}
+			now := s.now()
+			if err := c.exec(`UPDATE _pd_tables SET display_name = ?, updated_at = ? WHERE id = ?`, optString(upd.DisplayName.To), now, t.ID); err != nil {
+				return err
+			}
+			out.DisplayName, out.UpdatedAt = upd.DisplayName.To, Timestamp{now}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// DeleteTable drops an application table (by numeric id or name) with its
+// rows, column metadata and indexes, and returns its name.
+//
+// Errors: ErrForbidden for the service's own and SQLite's tables,
+// ErrTableNotFound, ErrProjectNotFound, ErrPermissionDenied.
+func (s *Store) DeleteTable(ctx context.Context, slug, table string) (string, error) {
+	var name string
+	err := s.withProject(ctx, slug, OpDeleteTable, func(p *project) error {
+		if isReserved(table) {
+			return errorf(ErrForbidden, "table %.80q belongs to the service and cannot be deleted", table)
+		}
+		return p.writeSchema(ctx, func(c *conn, sc *schema) error {
+			t, err := sc.lookupTable(table)
+			if err != nil {
+				return err
+			}
+			if err := c.db.Exec(`DROP TABLE ` + t.quoted); err != nil {
+				return err
+			}
+			name = t.Name
+			return c.exec(`DELETE FROM _pd_tables WHERE id = ?`, t.ID) // cascades to columns and indexes
+		})
+	})
+	return name, err
+}
