@@ -9,6 +9,7 @@ require (
 )
 
 require (
+	github.com/julienschmidt/httprouter v1.3.0 // indirect
 	github.com/ncruces/go-sqlite3-wasm/v6 v6.3.35304 // indirect
 	github.com/ncruces/julianday v1.0.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect

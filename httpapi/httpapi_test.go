@@ -1,0 +1,407 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+var ctx = context.Background()
+
+// api is a Handler over a real Store with project "acme" and a token of
+// each role.
+type api struct {
+	t                  *testing.T
+	store              *projectdata.Store
+	h                  *httpapi.Handler
+	admin, write, read string
+	clock              *pdtest.Clock
+}
+
+func newAPI(t *testing.T, opts *httpapi.Options) *api {
+	t.Helper()
+	clock := pdtest.NewClock(time.Date(2026, 11, 21, 14, 5, 9, 123e6, time.UTC))
+	store, admin := pdtest.NewProject(t, &projectdata.Options{Now: clock.Now})
+	a := &api{t: t, store: store, admin: admin, clock: clock}
+	for _, r := range []struct {
+		role projectdata.Role
+		dst  *string
+	}{{projectdata.RoleWrite, &a.write}, {projectdata.RoleRead, &a.read}} {
+		tok, err := store.CreateToken(ctx, "acme", projectdata.NewToken{Role: r.role, Name: string(r.role)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		*r.dst = tok.Token
+	}
+	if opts == nil {
+		opts = &httpapi.Options{}
+	}
+	if opts.Now == nil {
+		opts.Now = clock.Now
+	}
+	a.h = httpapi.New(store, opts)
+	return a
+}
+
+// response is a decoded answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	Env    struct {
+		OK    bool            `json:"ok"`
+		Data  json.RawMessage `json:"data"`
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		RequestID               string `json:"request_id"`
+		OperationKey            string `json:"operation_key"`
+		OperationRunID          string `json:"operation_run_id"`
+		OperationGroupingStatus string `json:"operation_grouping_status"`
+		Meta                    struct {
+			GeneratedAt string `json:"generated_at"`
+		} `json:"meta"`
+	}
+}
+
+// data decodes the envelope's data into a map.
+func (r response) data() map[string]any {
+	var m map[string]any
+	d := json.NewDecoder(bytes.NewReader(r.Env.Data))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func (r response) code() string {
+	if r.Env.Error == nil {
+		return ""
+	}
+	return r.Env.Error.Code
+}
+
+// do sends a request; headers are name/value pairs. A body of "" sends none.
+func (a *api) do(method, path, token, body string, headers ...string) response {
+	a.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	a.h.ServeHTTP(rec, req)
+	res := response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	if strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(res.Body, &res.Env); err != nil {
+			a.t.Fatalf("%s %s: body is not an envelope: %v\n%s", method, path, err, res.Body)
+		}
+	}
+	return res
+}
+
+// must fails the test unless the response has the status (and, on error,
+// the code).
+func (a *api) must(res response, status int, code string) response {
+	a.t.Helper()
+	if res.Status != status || res.code() != code {
+		a.t.Fatalf("got %d %q, want %d %q\n%s", res.Status, res.code(), status, code, res.Body)
+	}
+	return res
+}
+
+func TestEnvelope(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	res := a.must(a.do("GET", "/projects/acme", a.read, ""), 200, "")
+	is.True(res.Env.OK)
+	is.True(res.Env.Error == nil)
+	is.True(strings.HasPrefix(res.Env.RequestID, "req_"))
+	is.Equal(res.Header.Get("X-Request-Id"), res.Env.RequestID)
+	is.Equal(res.Env.Meta.GeneratedAt, "2026-11-21T14:05:09.123Z")
+	is.Equal(res.Header.Get("Content-Type"), "application/json; charset=utf-8")
+	var raw map[string]any
+	is.NoErr(json.Unmarshal(res.Body, &raw))
+	_, hasKey := raw["operation_key"]
+	is.True(!hasKey) // absent without operation headers
+	d := res.data()
+	is.Equal(d["table_count"], json.Number("0"))
+	proj := d["project"].(map[string]any)
+	is.Equal(proj["project_slug"], "acme")
+	is.Equal(proj["project_name"], "Acme")
+
+	res = a.must(a.do("GET", "/projects/acme/table/x/y/z", a.read, ""), 404, "route_not_found")
+	is.True(!res.Env.OK)
+	is.Equal(string(res.Env.Data), "null")
+	is.True(strings.HasPrefix(res.Env.RequestID, "req_"))
+}
+
+func TestHygiene(t *testing.T) {
+	a := newAPI(t, &httpapi.Options{MaxBodyBytes: 1024})
+	cases := []struct {
+		name, method, path, body string
+		headers                  []string
+		status                   int
+		code                     string
+	}{
+		{"UnknownRoute", "GET", "/nope", "", nil, 404, "route_not_found"},
+		{"TrailingSlash", "GET", "/projects/acme/", "", nil, 404, "route_not_found"},
+		{"WrongMethod", "PUT", "/projects/acme", "", nil, 405, "method_not_allowed"},
+		{"BadJSON", "PATCH", "/projects/acme", `{"project_name":`, nil, 400, "invalid_json"},
+		{"TwoJSONValues", "PATCH", "/projects/acme", `{"project_name":"a"} {}`, nil, 400, "invalid_json"},
+		{"WrongContentType", "PATCH", "/projects/acme", `{"project_name":"a"}`, []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type"},
+		{"FormContentType", "POST", "/projects/acme/table", `table_name=x`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type"},
+		{"OversizedBody", "POST", "/projects/acme/table", `{"table_name":"` + strings.Repeat("x", 2000) + `"}`, nil, 413, "payload_too_large"},
+		{"UnknownField", "POST", "/projects/acme/table", `{"table_name":"t","colums":[]}`, nil, 400, "invalid_request"},
+		{"WrongFieldType", "POST", "/projects/acme/table", `{"table_name":5}`, nil, 400, "invalid_request"},
+		{"MalformedRunID", "GET", "/projects/acme", "", []string{"X-Operation-Run-Id", "run-1"}, 400, "invalid_operation_run_id"},
+		{"LongRunID", "GET", "/projects/acme", "", []string{"X-Operation-Run-Id", "oprun_" + strings.Repeat("a", 65)}, 400, "invalid_operation_run_id"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			res := a.must(a.do(c.method, c.path, a.admin, c.body, c.headers...), c.status, c.code)
+			is.True(!res.Env.OK)
+			is.True(res.Env.Error.Message != "")
+		})
+	}
+}
+
+func TestAuthOrder(t *testing.T) {
+	a := newAPI(t, nil)
+	t.Run("UnknownProjectBeforeToken", func(t *testing.T) {
+		a.must(a.do("GET", "/projects/nope/table", "", ""), 404, "project_not_found")
+		a.must(a.do("GET", "/projects/nope/table", "pat_bogus", ""), 404, "project_not_found")
+		a.must(a.do("GET", "/projects/Bad_Slug/table", "", ""), 400, "invalid_project_slug")
+	})
+	t.Run("MissingTokenIs401WithChallenge", func(t *testing.T) {
+		is := is.New(t)
+		res := a.must(a.do("GET", "/projects/acme/table", "", ""), 401, "invalid_token")
+		is.True(strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Bearer"))
+		a.must(a.do("GET", "/projects/acme/table", "", "", "Authorization", "Basic YTpi"), 401, "invalid_token")
+		a.must(a.do("GET", "/projects/acme/table", "pat_unknown", ""), 401, "invalid_token")
+	})
+	t.Run("RoleBeforeBody", func(t *testing.T) {
+		a.must(a.do("PATCH", "/projects/acme", a.read, `{bad json`), 403, "permission_denied")
+		a.must(a.do("PATCH", "/projects/acme", a.admin, `{bad json`), 400, "invalid_json")
+	})
+	t.Run("TokenBeforeRunIDHeader", func(t *testing.T) {
+		a.must(a.do("GET", "/projects/acme", "", "", "X-Operation-Run-Id", "bad"), 401, "invalid_token")
+	})
+	t.Run("RevokedToken", func(t *testing.T) {
+		tok, err := a.store.CreateToken(ctx, "acme", projectdata.NewToken{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.must(a.do("GET", "/projects/acme", tok.Token, ""), 200, "")
+		a.must(a.do("DELETE", "/projects/acme/auth/tokens/"+itoa(tok.TokenID), a.admin, ""), 200, "")
+		a.must(a.do("GET", "/projects/acme", tok.Token, ""), 401, "invalid_token")
+	})
+	t.Run("ExpiredToken", func(t *testing.T) {
+		exp := a.clock.Now().Add(time.Minute)
+		tok, err := a.store.CreateToken(ctx, "acme", projectdata.NewToken{ExpiresAt: &exp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.must(a.do("GET", "/projects/acme", tok.Token, ""), 200, "")
+		a.clock.Advance(2 * time.Minute)
+		a.must(a.do("GET", "/projects/acme", tok.Token, ""), 401, "invalid_token")
+	})
+	t.Run("TokenOfAnotherProject", func(t *testing.T) {
+		_, other, err := a.store.CreateProject(ctx, "other", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.must(a.do("GET", "/projects/acme", other.Token, ""), 401, "invalid_token")
+	})
+}
+
+func TestOperationHeaders(t *testing.T) {
+	a := newAPI(t, nil)
+	t.Run("ProvidedRunIsEchoed", func(t *testing.T) {
+		is := is.New(t)
+		res := a.must(a.do("GET", "/projects/acme", a.read, "", "X-Operation-Key", "nightly-sync", "X-Operation-Run-Id", "oprun_abc-1"), 200, "")
+		is.Equal(res.Env.OperationKey, "nightly-sync")
+		is.Equal(res.Env.OperationRunID, "oprun_abc-1")
+		is.Equal(res.Env.OperationGroupingStatus, "accepted_provided_run")
+	})
+	t.Run("KeyAloneGetsGeneratedRun", func(t *testing.T) {
+		is := is.New(t)
+		res := a.must(a.do("GET", "/projects/acme", a.read, "", "X-Operation-Key", "k"), 200, "")
+		is.Equal(res.Env.OperationKey, "k")
+		is.True(strings.HasPrefix(res.Env.OperationRunID, "oprun_"))
+		is.Equal(res.Env.OperationGroupingStatus, "generated_run")
+	})
+	t.Run("EchoedOnErrorsToo", func(t *testing.T) {
+		is := is.New(t)
+		res := a.must(a.do("GET", "/projects/acme/column/nope", a.read, "", "X-Operation-Run-Id", "oprun_x"), 404, "table_not_found")
+		is.Equal(res.Env.OperationRunID, "oprun_x")
+	})
+}
+
+func TestProjectRoutes(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	a.must(a.do("PATCH", "/projects/acme", a.write, `{"project_name":"X"}`), 403, "permission_denied")
+	a.must(a.do("PATCH", "/projects/acme", a.admin, `{}`), 400, "invalid_project_name")
+	a.must(a.do("PATCH", "/projects/acme", a.admin, ``), 400, "invalid_project_name")
+	a.must(a.do("PATCH", "/projects/acme", a.admin, `{"project_name":""}`), 400, "invalid_project_name")
+	a.must(a.do("PATCH", "/projects/acme", a.admin, `{"project_name":7}`), 400, "invalid_project_name")
+	res := a.must(a.do("PATCH", "/projects/acme", a.admin, `{"project_name":"Acme 2"}`), 200, "")
+	is.Equal(res.data()["project"].(map[string]any)["project_name"], "Acme 2")
+	res = a.must(a.do("GET", "/projects/acme", a.read, ""), 200, "")
+	is.Equal(res.data()["project"].(map[string]any)["project_name"], "Acme 2")
+}
+
+func TestTokenRoutes(t *testing.T) {
+	a := newAPI(t, nil)
+	t.Run("CreateDefaultsToWrite", func(t *testing.T) {
+		is := is.New(t)
+		res := a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, ""), 201, "")
+		tok := res.data()["token"].(map[string]any)
+		is.True(strings.HasPrefix(tok["token"].(string), "pat_"))
+		is.Equal(tok["token_type"], "project_api_token")
+		is.Equal(tok["role"], "write")
+		is.Equal(tok["expires_at"], nil)
+		_, hasID := tok["token_id"]
+		is.True(hasID)
+		a.must(a.do("GET", "/projects/acme", tok["token"].(string), ""), 200, "")
+	})
+	t.Run("CreateWithFields", func(t *testing.T) {
+		is := is.New(t)
+		res := a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"token_name":"ci","token_type":"project_api_token","role":"read","expires_at":"2030-01-01T00:00:00Z"}`), 201, "")
+		tok := res.data()["token"].(map[string]any)
+		is.Equal(tok["token_name"], "ci")
+		is.Equal(tok["role"], "read")
+		is.Equal(tok["expires_at"], "2030-01-01T00:00:00.000Z")
+	})
+	t.Run("Refusals", func(t *testing.T) {
+		a.must(a.do("POST", "/projects/acme/auth/tokens", a.write, `{}`), 403, "permission_denied")
+		a.must(a.do("POST", "/projects/acme/auth/tokens", a.read, `{}`), 403, "permission_denied")
+		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"token_type":"session"}`), 400, "invalid_token_type")
+		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"expires_at":"2020-01-01T00:00:00Z"}`), 400, "invalid_expires_at")
+		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"expires_at":"tomorrow"}`), 400, "invalid_expires_at")
+		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"role":"root"}`), 400, "invalid_request")
+		a.must(a.do("DELETE", "/projects/acme/auth/tokens/999", a.admin, ""), 404, "token_not_found")
+		a.must(a.do("DELETE", "/projects/acme/auth/tokens/abc", a.admin, ""), 404, "token_not_found")
+	})
+	t.Run("ListNeverShowsSecrets", func(t *testing.T) {
+		is := is.New(t)
+		res := a.must(a.do("GET", "/projects/acme/auth/tokens", a.admin, ""), 200, "")
+		is.True(!bytes.Contains(res.Body, []byte(a.admin)))
+		is.True(!bytes.Contains(res.Body, []byte(`"token"`)))
+		toks := res.data()["tokens"].([]any)
+		is.True(len(toks) >= 3)
+		first := toks[0].(map[string]any)
+		for _, k := range []string{"id", "token_type", "token_name", "expires_at", "revoked_at", "last_used_at", "created_at"} {
+			_, ok := first[k]
+			is.True(ok)
+		}
+		is.Equal(first["last_used_at"], "2026-11-21T14:05:00.000Z") // the admin token was used
+		a.must(a.do("GET", "/projects/acme/auth/tokens", a.write, ""), 403, "permission_denied")
+	})
+	t.Run("Revoke", func(t *testing.T) {
+		is := is.New(t)
+		res := a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"role":"read"}`), 201, "")
+		tok := res.data()["token"].(map[string]any)
+		id := string(tok["token_id"].(json.Number))
+		res = a.must(a.do("DELETE", "/projects/acme/auth/tokens/"+id, a.admin, ""), 200, "")
+		is.True(res.data()["token"].(map[string]any)["revoked_at"] != nil)
+		a.must(a.do("GET", "/projects/acme", tok["token"].(string), ""), 401, "invalid_token")
+	})
+}
+
+func TestTableRoutes(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	a.must(a.do("POST", "/projects/acme/table", a.write, `{"table_name":"orders"}`), 403, "permission_denied")
+	res := a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"orders","display_name":"Orders","columns":[
+		{"column_name":"item"},
+		{"column_name":"qty","column_type":"integer","is_nullable":false,"default_value":1},
+		{"column_name":"code","is_unique":true}]}`), 201, "")
+	d := res.data()
+	is.Equal(d["table"].(map[string]any)["table_name"], "orders")
+	cols := d["columns"].([]any)
+	is.Equal(len(cols), 4)
+	qty := cols[2].(map[string]any)
+	is.Equal(qty["column_type"], "INTEGER")
+	is.Equal(qty["is_nullable"], json.Number("0"))
+	is.Equal(qty["default_value"], json.Number("1"))
+	is.Equal(cols[0].(map[string]any)["is_primary"], json.Number("1"))
+	is.Equal(cols[3].(map[string]any)["is_unique"], json.Number("1"))
+
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"ORDERS"}`), 409, "table_exists")
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"a b"}`), 400, "invalid_table_name")
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"t","columns":[{"column_name":"x;y"}]}`), 400, "invalid_column_name")
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"t","columns":[{"column_name":"x","column_type":"BLOB"}]}`), 400, "invalid_column_type")
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"t","columns":[{"column_name":"x","column_type":"INTEGER","default_value":{"a":1}}]}`), 400, "invalid_column_value")
+
+	res = a.must(a.do("GET", "/projects/acme/table", a.read, ""), 200, "")
+	tables := res.data()["tables"].([]any)
+	is.Equal(len(tables), 1)
+	id := string(tables[0].(map[string]any)["id"].(json.Number))
+
+	res = a.must(a.do("PATCH", "/projects/acme/table/"+id, a.admin, `{"display_name":"Bestellungen"}`), 200, "")
+	is.Equal(res.data()["table"].(map[string]any)["display_name"], "Bestellungen")
+	res = a.must(a.do("PATCH", "/projects/acme/table/orders", a.admin, `{"display_name":null}`), 200, "")
+	is.Equal(res.data()["table"].(map[string]any)["display_name"], nil)
+	a.must(a.do("PATCH", "/projects/acme/table/nope", a.admin, `{}`), 404, "table_not_found")
+	a.must(a.do("PATCH", "/projects/acme/table/orders", a.write, `{}`), 403, "permission_denied")
+
+	res = a.must(a.do("GET", "/projects/acme/column/orders", a.read, ""), 200, "")
+	is.Equal(res.data()["table"], "orders")
+	is.Equal(len(res.data()["columns"].([]any)), 4)
+	res = a.must(a.do("GET", "/projects/acme/column/orders/QTY", a.read, ""), 200, "")
+	is.Equal(res.data()["column"].(map[string]any)["column_name"], "qty")
+	a.must(a.do("GET", "/projects/acme/column/orders/nope", a.read, ""), 404, "column_not_found")
+	a.must(a.do("GET", "/projects/acme/column/nope", a.read, ""), 404, "table_not_found")
+
+	a.must(a.do("DELETE", "/projects/acme/table/_pd_tokens", a.admin, ""), 403, "forbidden")
+	a.must(a.do("DELETE", "/projects/acme/table/sqlite_master", a.admin, ""), 403, "forbidden")
+	a.must(a.do("DELETE", "/projects/acme/table/nope", a.admin, ""), 404, "table_not_found")
+	a.must(a.do("DELETE", "/projects/acme/table/orders", a.write, ""), 403, "permission_denied")
+	res = a.must(a.do("DELETE", "/projects/acme/table/"+id, a.admin, ""), 200, "")
+	is.Equal(res.data()["deleted"], true)
+	is.Equal(res.data()["table_name"], "orders")
+}
+
+func TestClosedStoreAnswers503(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	is.NoErr(a.store.Close()) // every Store call now fails; nothing panics
+	res := a.do("GET", "/projects/acme", a.read, "")
+	is.Equal(res.Status, http.StatusServiceUnavailable)
+	is.Equal(res.code(), "store_closed")
+}
+
+func itoa(n int64) string { return strings.TrimSpace(string(must(json.Marshal(n)))) }
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	pd "github.com/projectdata/projectdata"
+)
+
+// routes registers every route: the specification's and the contract's
+// extensions (CONTRACT §9).
+func (h *Handler) routes() {
+	const p = "/projects/:project"
+	h.handle(http.MethodGet, p, pd.OpGetProject, h.getProject)
+	h.handle(http.MethodPatch, p, pd.OpRenameProject, h.renameProject)
+
+	h.handle(http.MethodPost, p+"/auth/tokens", pd.OpCreateToken, h.createToken)
+	h.handle(http.MethodGet, p+"/auth/tokens", pd.OpListTokens, h.listTokens)
+	h.handle(http.MethodDelete, p+"/auth/tokens/:token_id", pd.OpRevokeToken, h.revokeToken)
+
+	h.handle(http.MethodGet, p+"/table", pd.OpListTables, h.listTables)
+	h.handle(http.MethodPost, p+"/table", pd.OpCreateTable, h.createTable)
+	h.handle(http.MethodPatch, p+"/table/:table", pd.OpUpdateTable, h.updateTable)
+	h.handle(http.MethodDelete, p+"/table/:table", pd.OpDeleteTable, h.deleteTable)
+
+	h.handle(http.MethodGet, p+"/column/:table", pd.OpListColumns, h.listColumns)
+	h.handle(http.MethodGet, p+"/column/:table/:column", pd.OpGetColumn, h.getColumn)
+}
+
+func (h *Handler) getProject(r *http.Request, ps httprouter.Params) (int, any, error) {
+	proj, n, err := h.store.GetProject(r.Context(), ps.ByName("project"))
+	return http.StatusOK, map[string]any{"project": proj, "table_count": n}, err
+}
+
+func (h *Handler) renameProject(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var body struct {
+		ProjectName *string `json:"project_name"`
+	}
+	if _, err := h.decodeBody(r, &body); err != nil {
+		if pd.ErrorCode(err) == pd.ErrInvalidRequest {
+			return 0, nil, errorf(pd.ErrInvalidProjectName, "project_name must be a non-empty string")
+		}
+		return 0, nil, err
+	}
+	if body.ProjectName == nil {
+		return 0, nil, errorf(pd.ErrInvalidProjectName, "project_name is required")
+	}
+	proj, err := h.store.RenameProject(r.Context(), ps.ByName("project"), *body.ProjectName)
+	return http.StatusOK, map[string]any{"project": proj}, err
+}
+
+func (h *Handler) createToken(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var body struct {
+		TokenName string  `json:"token_name"`
+		TokenType string  `json:"token_type"`
+		Role      pd.Role `json:"role"`
+		ExpiresAt *string `json:"expires_at"`
+	}
+	if _, err := h.decodeBody(r, &body); err != nil {
+		return 0, nil, err
+	}
+	req := pd.NewToken{Name: body.TokenName, Type: body.TokenType, Role: body.Role}
+	if body.ExpiresAt != nil {
+		t, err := time.Parse(time.RFC3339Nano, *body.ExpiresAt)
+		if err != nil {
+			return 0, nil, errorf(pd.ErrInvalidExpiresAt, "expires_at must be an RFC 3339 timestamp such as 2027-01-01T00:00:00Z")
+		}
+		req.ExpiresAt = &t
+	}
+	tok, err := h.store.CreateToken(r.Context(), ps.ByName("project"), req)
+	return http.StatusCreated, map[string]any{"token": tok}, err
+}
+
+func (h *Handler) listTokens(r *http.Request, ps httprouter.Params) (int, any, error) {
+	toks, err := h.store.ListTokens(r.Context(), ps.ByName("project"))
+	return http.StatusOK, map[string]any{"tokens": toks}, err
+}
+
+func (h *Handler) revokeToken(r *http.Request, ps httprouter.Params) (int, any, error) {
+	id, err := strconv.ParseInt(ps.ByName("token_id"), 10, 64)
+	if err != nil {
+		return 0, nil, errorf(pd.ErrTokenNotFound, "token %.40q does not exist", ps.ByName("token_id"))
+	}
+	tok, err := h.store.RevokeToken(r.Context(), ps.ByName("project"), id)
+	return http.StatusOK, map[string]any{"token": tok}, err
+}
+
+func (h *Handler) listTables(r *http.Request, ps httprouter.Params) (int, any, error) {
+	tables, err := h.store.ListTables(r.Context(), ps.ByName("project"))
+	return http.StatusOK, map[string]any{"tables": tables}, err
+}
+
+// columnBody is a column as clients send it: the add-column body, plus
+// is_primary when creating a table.
+type columnBody struct {
+	ColumnName   string `json:"column_name"`
+	ColumnType   string `json:"column_type"`
+	IsNullable   *bool  `json:"is_nullable"`
+	DefaultValue any    `json:"default_value"`
+	IsUnique     bool   `json:"is_unique"`
+	IsPrimary    bool   `json:"is_primary"`
+}
+
+func (c columnBody) def() pd.ColumnDef {
+	return pd.ColumnDef{
+		Name:    c.ColumnName,
+		Type:    c.ColumnType,
+		Primary: c.IsPrimary,
+		NotNull: c.IsNullable != nil && !*c.IsNullable,
+		Unique:  c.IsUnique,
+		Default: c.DefaultValue,
+	}
+}
+
+func (h *Handler) createTable(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var body struct {
+		TableName   string       `json:"table_name"`
+		DisplayName *string      `json:"display_name"`
+		Columns     []columnBody `json:"columns"`
+	}
+	if _, err := h.decodeBody(r, &body); err != nil {
+		return 0, nil, err
+	}
+	def := pd.TableDef{Name: body.TableName, DisplayName: body.DisplayName}
+	for _, c := range body.Columns {
+		def.Columns = append(def.Columns, c.def())
+	}
+	table, cols, err := h.store.CreateTable(r.Context(), ps.ByName("project"), def)
+	return http.StatusCreated, map[string]any{"table": table, "columns": cols}, err
+}
+
+func (h *Handler) updateTable(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var upd pd.TableUpdate
+	if _, err := h.decodeBody(r, &upd); err != nil {
+		return 0, nil, err
+	}
+	table, err := h.store.UpdateTable(r.Context(), ps.ByName("project"), ps.ByName("table"), upd)
+	return http.StatusOK, map[string]any{"table": table}, err
+}
+
+func (h *Handler) deleteTable(r *http.Request, ps httprouter.Params) (int, any, error) {
+	name, err := h.store.DeleteTable(r.Context(), ps.ByName("project"), ps.ByName("table"))
+	return http.StatusOK, map[string]any{"deleted": true, "table_name": name}, err
+}
+
+func (h *Handler) listColumns(r *http.Request, ps httprouter.Params) (int, any, error) {
+	table, cols, err := h.store.ListColumns(r.Context(), ps.ByName("project"), ps.ByName("table"))
+	return http.StatusOK, map[string]any{"table": table, "columns": cols}, err
+}
+
+func (h *Handler) getColumn(r *http.Request, ps httprouter.Params) (int, any, error) {
+	col, err := h.store.GetColumn(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("column"))
+	return http.StatusOK, map[string]any{"table": col.TableName, "column": col}, err
+}
