@@ -30,8 +30,8 @@ func main() {
 // run dispatches a command line; stdout gets only what the command prints
 // for its caller (a token), diagnostics go to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return serve(ctx, nil, stdout, stderr, true)
+	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' {
+		return serve(ctx, args, stdout, stderr, true)
 	}
 	switch args[0] {
 	case "serve":

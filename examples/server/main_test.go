@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+)
+
+var tokenLine = regexp.MustCompile(`^pat_[a-z2-7]{52}\n$`)
+
+func TestProjectCreatePrintsOnlyTheToken(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	is.NoErr(run(context.Background(), []string{"project", "create", "-data", dir, "-name", "Acme", "acme"}, &out, &errOut))
+	is.True(tokenLine.MatchString(out.String()))
+
+	out.Reset()
+	is.NoErr(run(context.Background(), []string{"token", "create", "-data", dir, "-role", "read", "-name", "ci", "acme"}, &out, &errOut))
+	is.True(tokenLine.MatchString(out.String()))
+
+	store, err := projectdata.Open(dir, nil)
+	is.NoErr(err)
+	defer store.Close()
+	c, err := store.Authenticate(context.Background(), "acme", strings.TrimSpace(out.String()))
+	is.NoErr(err)
+	is.Equal(c.Role, projectdata.RoleRead)
+
+	out.Reset()
+	err = run(context.Background(), []string{"project", "create", "-data", dir, "acme"}, &out, &errOut)
+	is.True(err != nil) // exists
+	is.Equal(out.Len(), 0)
+	err = run(context.Background(), []string{"token", "create", "-data", dir, "-role", "root", "acme"}, &out, &errOut)
+	is.True(err != nil)
+	is.True(run(context.Background(), []string{"bogus"}, &out, &errOut) != nil)
+}
+
+func TestBootstrapCreatesDemoOnce(t *testing.T) {
+	is := is.New(t)
+	store, err := projectdata.Open(t.TempDir(), nil)
+	is.NoErr(err)
+	defer store.Close()
+	var out bytes.Buffer
+	is.NoErr(bootstrapDemo(context.Background(), store, &out))
+	is.True(strings.Contains(out.String(), "pat_"))
+	out.Reset()
+	is.NoErr(bootstrapDemo(context.Background(), store, &out))
+	is.Equal(out.Len(), 0)
+}
+
+func TestShutdownDrainsRequestsInFlight(t *testing.T) {
+	is := is.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	started := make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(w, "done")
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- runServer(ctx, ln, slow, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+
+	got := make(chan string, 1)
+	go func() {
+		res, err := http.Get("http://" + ln.Addr().String() + "/")
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		got <- string(b)
+	}()
+	<-started
+	cancel() // as SIGINT would
+	is.Equal(<-got, "done")
+	is.NoErr(<-served)
+	_, err = net.Dial("tcp", ln.Addr().String())
+	is.True(err != nil) // no longer accepting
+}
