@@ -1,0 +1,244 @@
+package sqlguard
+
+import "fmt"
+
+// RefusedError is the error Check returns for a query it does not admit.
+type RefusedError struct {
+	Reason string // human-readable reason; quotes at most the offending keyword
+	Offset int    // byte offset in the input where the problem was found
+}
+
+// Error returns the reason together with the byte offset.
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("sqlguard: %s (at byte %d)", e.Reason, e.Offset)
+}
+
+func refuse(off int, reason string) *RefusedError {
+	return &RefusedError{Reason: reason, Offset: off}
+}
+
+// forbidden maps the keywords that may not appear as bare tokens to
+// themselves. REPLACE and END have exceptions, handled in checkKeywords.
+var forbidden = map[string]string{}
+
+func init() {
+	for _, kw := range []string{
+		"INSERT", "UPDATE", "DELETE", "REPLACE",
+		"CREATE", "DROP", "ALTER", "ATTACH", "DETACH",
+		"PRAGMA", "VACUUM", "REINDEX", "ANALYZE",
+		"BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE",
+	} {
+		forbidden[kw] = kw
+	}
+}
+
+// Check returns nil if sql is a single read-only statement: SELECT,
+// WITH … SELECT, or EXPLAIN QUERY PLAN followed by either. Otherwise it
+// returns a *RefusedError saying why and where.
+func Check(sql string) error {
+	var buf [64]token // enough for typical queries without allocating
+	toks, err := lex(buf[:0], sql)
+	if err != nil {
+		return err
+	}
+	if len(toks) == 0 {
+		return refuse(len(sql), "query is empty")
+	}
+
+	// The statement runs up to the first ";"; only more ";" may follow.
+	stmt, end := toks, len(sql)
+	for i, t := range toks {
+		if !isPunct(t, ";") {
+			continue
+		}
+		stmt, end = toks[:i], t.off
+		for _, r := range toks[i+1:] {
+			if !isPunct(r, ";") {
+				return refuse(r.off, "only one statement is allowed")
+			}
+		}
+		break
+	}
+
+	if err := checkParens(stmt); err != nil {
+		return err
+	}
+	body := 0 // index of the statement proper, after EXPLAIN QUERY PLAN
+	explain := len(stmt) > 0 && isKeyword(stmt[0], "EXPLAIN")
+	if explain && isKeyword(tokenAt(stmt, 1, end), "QUERY") && isKeyword(tokenAt(stmt, 2, end), "PLAN") {
+		body = 3
+	}
+	if err := checkKeywords(stmt, body); err != nil {
+		return err
+	}
+	if explain && body == 0 {
+		return refuse(stmt[0].off, "EXPLAIN is allowed only as EXPLAIN QUERY PLAN")
+	}
+	switch t := tokenAt(stmt, body, end); {
+	case isKeyword(t, "SELECT"):
+		return nil
+	case isKeyword(t, "WITH"):
+		return checkWith(stmt, body, end)
+	default:
+		return refuse(t.off, "only SELECT, WITH … SELECT and EXPLAIN QUERY PLAN statements are allowed")
+	}
+}
+
+// checkParens refuses stmt unless its parentheses balance.
+func checkParens(stmt []token) error {
+	depth, outer := 0, 0
+	for _, t := range stmt {
+		switch {
+		case isPunct(t, "("):
+			if depth == 0 {
+				outer = t.off
+			}
+			depth++
+		case isPunct(t, ")"):
+			if depth == 0 {
+				return refuse(t.off, "unbalanced parentheses: unexpected )")
+			}
+			depth--
+		}
+	}
+	if depth > 0 {
+		return refuse(outer, "unbalanced parentheses: ( is never closed")
+	}
+	return nil
+}
+
+// checkKeywords refuses stmt if a forbidden keyword appears in it as a bare
+// token. body is the index where the statement proper starts, the only
+// place END is refused.
+func checkKeywords(stmt []token, body int) error {
+	for i, t := range stmt {
+		if t.kind != kIdent {
+			continue
+		}
+		kw := forbiddenKeyword(t.text)
+		switch {
+		case kw == "":
+			continue
+		case kw == "REPLACE" && i+1 < len(stmt) && isPunct(stmt[i+1], "("):
+			continue // the replace() function
+		case kw == "END" && i != body:
+			continue // CASE … END
+		}
+		return refuse(t.off, fmt.Sprintf("keyword %q is not allowed in a read-only query", kw))
+	}
+	return nil
+}
+
+// checkWith checks that the WITH clause at stmt[i] is a list of common table
+// expressions followed by a SELECT.
+func checkWith(stmt []token, i, end int) error {
+	malformed := func(i int) error {
+		return refuse(tokenAt(stmt, i, end).off, "malformed WITH clause")
+	}
+	i++
+	if isKeyword(tokenAt(stmt, i, end), "RECURSIVE") {
+		i++
+	}
+	for {
+		switch tokenAt(stmt, i, end).kind {
+		case kIdent, kQuoted, kString:
+			i++
+		default:
+			return malformed(i)
+		}
+		if isPunct(tokenAt(stmt, i, end), "(") {
+			i = skipParens(stmt, i)
+		}
+		if !isKeyword(tokenAt(stmt, i, end), "AS") {
+			return malformed(i)
+		}
+		i++
+		if isKeyword(tokenAt(stmt, i, end), "NOT") {
+			i++
+			if !isKeyword(tokenAt(stmt, i, end), "MATERIALIZED") {
+				return malformed(i)
+			}
+		}
+		if isKeyword(tokenAt(stmt, i, end), "MATERIALIZED") {
+			i++
+		}
+		if !isPunct(tokenAt(stmt, i, end), "(") {
+			return malformed(i)
+		}
+		i = skipParens(stmt, i)
+		if !isPunct(tokenAt(stmt, i, end), ",") {
+			break
+		}
+		i++
+	}
+	if t := tokenAt(stmt, i, end); !isKeyword(t, "SELECT") {
+		return refuse(t.off, "the statement after WITH must be a SELECT")
+	}
+	return nil
+}
+
+// skipParens returns the index just past the ")" matching the "(" at
+// stmt[i]. The parentheses are known to balance.
+func skipParens(stmt []token, i int) int {
+	depth := 0
+	for ; i < len(stmt); i++ {
+		switch {
+		case isPunct(stmt[i], "("):
+			depth++
+		case isPunct(stmt[i], ")"):
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return i
+}
+
+// tokenAt returns stmt[i], or an empty token at offset end past the end.
+func tokenAt(stmt []token, i, end int) token {
+	if i < len(stmt) {
+		return stmt[i]
+	}
+	return token{off: end}
+}
+
+func isPunct(t token, p string) bool { return t.kind == kPunct && t.text == p }
+
+// isKeyword reports whether t is the bare keyword kw (upper case), compared
+// case-insensitively in ASCII only, as SQLite does.
+func isKeyword(t token, kw string) bool { return t.kind == kIdent && equalFoldASCII(t.text, kw) }
+
+// forbiddenKeyword returns the forbidden keyword s spells, ignoring ASCII
+// case only as SQLite does, or "".
+func forbiddenKeyword(s string) string {
+	var upper [len("SAVEPOINT")]byte // the longest forbidden keyword
+	if len(s) < len("END") || len(s) > len(upper) {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		upper[i] = c
+	}
+	return forbidden[string(upper[:len(s)])]
+}
+
+// equalFoldASCII reports whether s equals upper, ignoring ASCII case only.
+func equalFoldASCII(s, upper string) bool {
+	if len(s) != len(upper) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != upper[i] {
+			return false
+		}
+	}
+	return true
+}
