@@ -97,9 +97,10 @@ func quoteIdent(name string) string { return sqlite3.QuoteIdentifier(name) }
 // schema is a project's registry of application tables, as loaded from the
 // control tables. A loaded schema is immutable; a change loads a new one.
 type schema struct {
-	tables []*tableInfo          // by id
-	byName map[string]*tableInfo // lower-case name
-	byID   map[int64]*tableInfo
+	tables  []*tableInfo          // by id
+	byName  map[string]*tableInfo // lower-case name
+	byID    map[int64]*tableInfo
+	objects map[string]bool // lower-case names of every table and view in the database, ours or not
 }
 
 // tableInfo is one application table with its columns.
@@ -203,6 +204,14 @@ func loadSchema(c *conn) (*schema, error) {
 		if col.IsPrimary {
 			t.pk = col
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sc.objects = map[string]bool{}
+	err = c.query(`SELECT lower(name) FROM sqlite_schema WHERE type IN ('table', 'view')`, nil, func(st *sqlite3.Stmt) error {
+		sc.objects[st.ColumnText(0)] = true
 		return nil
 	})
 	if err != nil {

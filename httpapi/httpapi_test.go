@@ -405,3 +405,35 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+func TestQueryRoute(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"t","columns":[{"column_name":"n","column_type":"INTEGER"}]}`), 201, "")
+	res := a.must(a.do("POST", "/projects/acme/query", a.read, `{"sql":"SELECT 9007199254740993 AS big, ? AS p, :x AS unused","params":[1]}`), 400, "invalid_request")
+	res = a.must(a.do("POST", "/projects/acme/query", a.read, `{"query":"SELECT 9007199254740993 AS big, :p AS p","params":{"p":"v"},"limit":3}`), 200, "")
+	d := res.data()
+	is.Equal(d["row_count"], json.Number("1"))
+	is.Equal(d["limit"], json.Number("3"))
+	is.Equal(d["truncated"], false)
+	is.Equal(d["columns"], []any{"big", "p"})
+	row := d["rows"].([]any)[0].(map[string]any)
+	is.Equal(row["big"], json.Number("9007199254740993")) // exact through JSON
+	is.Equal(row["p"], "v")
+	_, hasDuration := d["duration_ms"]
+	is.True(hasDuration)
+
+	a.must(a.do("POST", "/projects/acme/query", a.read, `{"sql":"DELETE FROM t"}`), 400, "write_sql_forbidden")
+	a.must(a.do("POST", "/projects/acme/query", a.read, `{"sql":"SELECT * FROM _pd_tokens"}`), 403, "query_table_denied")
+	a.must(a.do("POST", "/projects/acme/query", a.read, `{}`), 400, "invalid_request")
+	a.must(a.do("POST", "/projects/acme/query", a.read, ``), 400, "invalid_request")
+	a.must(a.do("POST", "/projects/acme/query", a.read, `{"sql":`), 400, "invalid_json")
+	a.must(a.do("POST", "/projects/acme/query", "", `{"sql":"SELECT 1"}`), 401, "invalid_token")
+}
+
+func TestQueryBudgetsOverHTTP(t *testing.T) {
+	store, admin := pdtest.NewProject(t, &projectdata.Options{QueryTimeout: 100 * time.Millisecond, QueryMaxBytes: 1 << 10})
+	a := &api{t: t, store: store, admin: admin, h: httpapi.New(store, nil)}
+	a.must(a.do("POST", "/projects/acme/query", admin, `{"sql":"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c"}`), 422, "query_budget_exceeded")
+	a.must(a.do("POST", "/projects/acme/query", admin, `{"sql":"SELECT zeroblob(5000)"}`), 413, "query_result_too_large")
+}

@@ -28,6 +28,8 @@ func (h *Handler) routes() {
 
 	h.handle(http.MethodGet, p+"/column/:table", pd.OpListColumns, h.listColumns)
 	h.handle(http.MethodGet, p+"/column/:table/:column", pd.OpGetColumn, h.getColumn)
+
+	h.handle(http.MethodPost, p+"/query", pd.OpQuery, h.query)
 }
 
 func (h *Handler) getProject(r *http.Request, ps httprouter.Params) (int, any, error) {
@@ -154,4 +156,13 @@ func (h *Handler) listColumns(r *http.Request, ps httprouter.Params) (int, any, 
 func (h *Handler) getColumn(r *http.Request, ps httprouter.Params) (int, any, error) {
 	col, err := h.store.GetColumn(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("column"))
 	return http.StatusOK, map[string]any{"table": col.TableName, "column": col}, err
+}
+
+func (h *Handler) query(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var req pd.QueryRequest
+	if _, err := h.decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	res, err := h.store.Query(r.Context(), ps.ByName("project"), req)
+	return http.StatusOK, res, err
 }

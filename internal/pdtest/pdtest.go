@@ -4,9 +4,15 @@ package pdtest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ncruces/go-sqlite3"
 
 	"github.com/projectdata/projectdata"
 )
@@ -64,4 +70,42 @@ func Code(t testing.TB, err error, want projectdata.Code) {
 	if got := projectdata.ErrorCode(err); got != want {
 		t.Fatalf("error code = %q, want %q (err: %v)", got, want, err)
 	}
+}
+
+// Raw opens a direct connection to a project's database, closed when the
+// test ends, for seeding rows and inspecting state behind the Store's back.
+func Raw(t testing.TB, dir, slug string) *sqlite3.Conn {
+	t.Helper()
+	c, err := sqlite3.Open(filepath.Join(dir, slug, "project.db"))
+	if err != nil {
+		t.Fatalf("open raw connection: %v", err)
+	}
+	if err := c.BusyTimeout(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Exec runs SQL of the test's own on a raw connection.
+func Exec(t testing.TB, c *sqlite3.Conn, sql string) {
+	t.Helper()
+	if err := c.Exec(sql); err != nil {
+		t.Fatalf("exec %.60q: %v", sql, err)
+	}
+}
+
+// FileSum returns the SHA-256 of a project's database files (the database
+// and its write-ahead log), to show that something left them unchanged.
+func FileSum(t testing.TB, dir, slug string) string {
+	t.Helper()
+	h := sha256.New()
+	for _, name := range []string{"project.db", "project.db-wal"} {
+		b, err := os.ReadFile(filepath.Join(dir, slug, name))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
