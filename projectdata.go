@@ -147,6 +147,19 @@ func (s *Store) Close() error {
 	return first
 }
 
+// Stats describes the Store's open resources.
+type Stats struct {
+	// OpenProjects is how many project databases are open now.
+	OpenProjects int
+}
+
+// Stats returns the Store's open resources.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{OpenProjects: s.lru.Len()}
+}
+
 // now returns the Store's clock reading, in UTC to the millisecond.
 func (s *Store) now() time.Time {
 	return s.opts.Now().UTC().Truncate(time.Millisecond)

@@ -71,7 +71,9 @@ func TestShutdownDrainsRequestsInFlight(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- runServer(ctx, ln, slow, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	go func() {
+		served <- runServer(ctx, ln, slow, slog.New(slog.NewTextHandler(io.Discard, nil)), defaultLimits)
+	}()
 
 	got := make(chan string, 1)
 	go func() {
@@ -90,4 +92,48 @@ func TestShutdownDrainsRequestsInFlight(t *testing.T) {
 	is.NoErr(<-served)
 	_, err = net.Dial("tcp", ln.Addr().String())
 	is.True(err != nil) // no longer accepting
+}
+
+func TestSlowAndGreedyClients(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := defaultLimits
+	lim.readHeader, lim.maxHeaderBytes = 200*time.Millisecond, 4<<10
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	go runServer(ctx, ln, ok, slog.New(slog.NewTextHandler(io.Discard, nil)), lim)
+	addr := ln.Addr().String()
+
+	t.Run("StalledHeadersAreCutOff", func(t *testing.T) {
+		is := is.New(t)
+		c, err := net.Dial("tcp", addr)
+		is.NoErr(err)
+		defer c.Close()
+		_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n") // never finishes
+		is.NoErr(err)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = io.ReadAll(c) // the server closes the connection
+		is.NoErr(err)
+	})
+	t.Run("OversizedHeadersAreRefused", func(t *testing.T) {
+		is := is.New(t)
+		req, err := http.NewRequest("GET", "http://"+addr+"/", nil)
+		is.NoErr(err)
+		req.Header.Set("X-Big", strings.Repeat("x", 64<<10))
+		res, err := http.DefaultClient.Do(req)
+		is.NoErr(err)
+		res.Body.Close()
+		is.Equal(res.StatusCode, http.StatusRequestHeaderFieldsTooLarge)
+	})
+	t.Run("OrdinaryRequestsStillServed", func(t *testing.T) {
+		is := is.New(t)
+		res, err := http.Get("http://" + addr + "/")
+		is.NoErr(err)
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		is.Equal(string(b), "ok")
+	})
 }

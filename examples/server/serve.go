@@ -17,15 +17,20 @@ import (
 	"github.com/projectdata/projectdata/httpapi"
 )
 
-// Server timeouts: slow or stalled clients cannot hold connections forever.
-const (
-	readHeaderTimeout = 10 * time.Second
-	readTimeout       = time.Minute
-	writeTimeout      = 2 * time.Minute
-	idleTimeout       = 2 * time.Minute
-	maxHeaderBytes    = 64 << 10
-	drainTimeout      = 30 * time.Second
-)
+// serverLimits guard the server against slow, stalled or greedy clients.
+type serverLimits struct {
+	readHeader, read, write, idle, drain time.Duration
+	maxHeaderBytes                       int
+}
+
+var defaultLimits = serverLimits{
+	readHeader:     10 * time.Second,
+	read:           time.Minute,
+	write:          2 * time.Minute,
+	idle:           2 * time.Minute,
+	drain:          30 * time.Second,
+	maxHeaderBytes: 64 << 10,
+}
 
 // serve runs the HTTP API until SIGINT or SIGTERM (or ctx ends), then stops
 // accepting, drains the requests in flight and closes the store. With
@@ -60,18 +65,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logger.Info("serving", "addr", ln.Addr().String(), "data", *data)
-	return runServer(ctx, ln, httpapi.New(store, &httpapi.Options{Logger: logger}), logger)
+	return runServer(ctx, ln, httpapi.New(store, &httpapi.Options{Logger: logger}), logger, defaultLimits)
 }
 
 // runServer serves on ln until ctx ends, then shuts down gracefully.
-func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, lim serverLimits) error {
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
+		ReadHeaderTimeout: lim.readHeader,
+		ReadTimeout:       lim.read,
+		WriteTimeout:      lim.write,
+		IdleTimeout:       lim.idle,
+		MaxHeaderBytes:    lim.maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
@@ -82,7 +87,7 @@ func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down: draining requests")
-	drainCtx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	drainCtx, cancel := context.WithTimeout(context.Background(), lim.drain)
 	defer cancel()
 	err := srv.Shutdown(drainCtx)
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
