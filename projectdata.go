@@ -1,6 +1,3 @@
-// Package projectdata is a project-scoped data service on SQLite: tables,
-// columns, rows, safe read-only SQL, managed indexes, CSV exports and Project
-// API Tokens. See doc.go for an overview.
 package projectdata
 
 import (

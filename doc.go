@@ -1,0 +1,42 @@
+/*
+Package projectdata is a project-scoped data service on SQLite, for Go
+programs: tables, columns, rows, safe read-only SQL, managed indexes, CSV
+exports and Project API Tokens. Use it in process through the typed Store,
+or over HTTP through the httpapi package, which serves the same operations
+with the same rules.
+
+# Storage
+
+Open a Store over a data folder. Every project is a self-contained folder
+<dir>/<slug>/ holding one SQLite database (WAL mode) and its exports;
+copying the folder moves the project. Control data — the table registry,
+column metadata, managed indexes, tokens, export manifests — lives in
+tables whose names start with _pd_; application tables are the registered
+ones. Within a project writes are serialized on one connection and reads
+run in parallel on read-only connections; at most Options.MaxOpenProjects
+projects are open at once.
+
+# Errors
+
+Every error wraps exactly one Code (ErrTableNotFound, ErrWhereRequired, …):
+errors.Is matches it and ErrorCode returns it (ErrInternal for anything
+unexpected). Messages are written for people and name the table, column,
+row or value at fault.
+
+# Tokens and roles
+
+CreateProject returns the project's first token, with the admin role.
+Authenticate turns a token secret into a Caller; a context made with
+WithCaller makes every Store operation check that caller's role (read,
+write or admin) against the one table of operations and roles. Without a
+caller in the context, an operation is the embedding application's own and
+is trusted.
+
+# Queries
+
+Query runs one read-only SELECT, WITH … SELECT or EXPLAIN QUERY PLAN
+statement against the application tables, sandboxed in depth (the sqlguard
+lexer, SQLite's authorizer, SQLite's read-only verdict and a read-only
+connection) and bounded by an execution and a result budget.
+*/
+package projectdata
