@@ -433,8 +433,8 @@ func readerContext(t testing.TB, s *projectdata.Store) context.Context {
 	return projectdata.WithCaller(ctx, c)
 }
 
-// newItems is a project with table items of 10,000 rows of every type,
-// NULLs included, a UNIQUE column and two managed indexes (one partial and
+// newItems is a project with table items of n rows of every type, NULLs
+// included, a UNIQUE column and two managed indexes (one partial and
 // descending), and the rows' columns in order.
 func newItems(t testing.TB, n int) (*rawProject, []string) {
 	t.Helper()
@@ -472,9 +472,13 @@ func newItems(t testing.TB, n int) (*rawProject, []string) {
 
 func TestRebuildKeepsRowsIndexesAndIDs(t *testing.T) {
 	is := is.New(t)
-	r, _ := newItems(t, 10000)
+	n := 10000
+	if raceEnabled {
+		n = 1000
+	}
+	r, _ := newItems(t, n)
 	rows, managed := r.rows(t, "items"), r.managedIndexes(t)
-	is.Equal(len(rows), 10000)
+	is.Equal(len(rows), n)
 	indexSQL := func() []string {
 		var out []string
 		for _, s := range r.schemaSQL(t, "items") {
