@@ -3,6 +3,7 @@ package projectdata
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -61,10 +62,20 @@ type Change[T any] struct {
 // SetTo returns a Change that sets a field to v.
 func SetTo[T any](v T) Change[T] { return Change[T]{Set: true, To: v} }
 
-// UnmarshalJSON marks the change as set and decodes its value.
+// UnmarshalJSON marks the change as set and decodes its value, keeping
+// numbers exact (an int64 default survives). null is accepted only where T
+// can hold it (pointers, interfaces, maps, slices); null for a boolean or a
+// string is ErrInvalidRequest, not a silent false or "".
 func (c *Change[T]) UnmarshalJSON(b []byte) error {
 	c.Set = true
-	return json.Unmarshal(b, &c.To)
+	if string(b) == "null" {
+		switch t := reflect.TypeFor[T](); t.Kind() {
+		case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice:
+		default:
+			return errorf(ErrInvalidRequest, "null is not a valid %s value", t)
+		}
+	}
+	return decodeJSON(b, &c.To)
 }
 
 // TableUpdate lists the changes to a table; unset fields stay as they are.
