@@ -437,3 +437,35 @@ func TestQueryBudgetsOverHTTP(t *testing.T) {
 	a.must(a.do("POST", "/projects/acme/query", admin, `{"sql":"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c"}`), 422, "query_budget_exceeded")
 	a.must(a.do("POST", "/projects/acme/query", admin, `{"sql":"SELECT zeroblob(5000)"}`), 413, "query_result_too_large")
 }
+
+func TestColumnChangeRoutes(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"t","columns":[{"column_name":"n","column_type":"INTEGER"}]}`), 201, "")
+	res := a.must(a.do("POST", "/projects/acme/column/t", a.admin, `{"column_name":"note"}`), 201, "")
+	col := res.data()["column"].(map[string]any)
+	is.Equal(res.data()["table"], "t")
+	is.Equal(col["column_type"], "TEXT")
+	is.Equal(col["is_nullable"], json.Number("1"))
+	is.Equal(col["is_unique"], json.Number("0"))
+	id := string(col["id"].(json.Number))
+
+	a.must(a.do("POST", "/projects/acme/column/t", a.admin, `{"column_name":"NOTE"}`), 409, "column_exists")
+	a.must(a.do("POST", "/projects/acme/column/t", a.admin, `{"column_name":"k","is_primary":true}`), 400, "unsupported_column_change")
+	a.must(a.do("POST", "/projects/acme/column/t", a.admin, `{"column_name":"k","column_type":"uuid"}`), 400, "invalid_column_type")
+	a.must(a.do("POST", "/projects/acme/column/t", a.write, `{"column_name":"k"}`), 403, "permission_denied")
+	a.must(a.do("POST", "/projects/acme/column/nope", a.admin, `{"column_name":"k"}`), 404, "table_not_found")
+
+	res = a.must(a.do("PATCH", "/projects/acme/column/t/"+id, a.admin, `{"new_column_name":"memo","is_unique":true,"default_value":"-"}`), 200, "")
+	col = res.data()["column"].(map[string]any)
+	is.Equal(col["column_name"], "memo")
+	is.Equal(string(col["id"].(json.Number)), id)
+	is.Equal(col["is_unique"], json.Number("1"))
+	is.Equal(col["default_value"], "-")
+	a.must(a.do("PATCH", "/projects/acme/column/t/nope", a.admin, `{}`), 404, "column_not_found")
+	a.must(a.do("PATCH", "/projects/acme/column/t/id", a.admin, `{"is_nullable":true}`), 400, "unsupported_column_change")
+	a.must(a.do("PATCH", "/projects/acme/column/t/memo", a.admin, `{"is_nullable":null}`), 400, "invalid_request")
+
+	_, err := a.store.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT 1"}) // store still fine
+	is.NoErr(err)
+}

@@ -28,6 +28,8 @@ func (h *Handler) routes() {
 
 	h.handle(http.MethodGet, p+"/column/:table", pd.OpListColumns, h.listColumns)
 	h.handle(http.MethodGet, p+"/column/:table/:column", pd.OpGetColumn, h.getColumn)
+	h.handle(http.MethodPost, p+"/column/:table", pd.OpAddColumn, h.addColumn)
+	h.handle(http.MethodPatch, p+"/column/:table/:column", pd.OpUpdateColumn, h.updateColumn)
 
 	h.handle(http.MethodPost, p+"/query", pd.OpQuery, h.query)
 }
@@ -165,4 +167,22 @@ func (h *Handler) query(r *http.Request, ps httprouter.Params) (int, any, error)
 	}
 	res, err := h.store.Query(r.Context(), ps.ByName("project"), req)
 	return http.StatusOK, res, err
+}
+
+func (h *Handler) addColumn(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var body columnBody
+	if _, err := h.decodeBody(r, &body); err != nil {
+		return 0, nil, err
+	}
+	col, err := h.store.AddColumn(r.Context(), ps.ByName("project"), ps.ByName("table"), body.def())
+	return http.StatusCreated, map[string]any{"table": col.TableName, "column": col}, err
+}
+
+func (h *Handler) updateColumn(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var upd pd.ColumnUpdate
+	if _, err := h.decodeBody(r, &upd); err != nil {
+		return 0, nil, err
+	}
+	col, err := h.store.UpdateColumn(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("column"), upd)
+	return http.StatusOK, map[string]any{"table": col.TableName, "column": col}, err
 }
