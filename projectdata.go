@@ -90,6 +90,8 @@ type Store struct {
 	opts Options
 
 	mu       sync.Mutex
+	idle     *sync.Cond // signalled when active drops to zero
+	active   int        // operations holding a project
 	closed   bool
 	projects map[string]*list.Element // slug → element of lru holding *project
 	lru      *list.List               // most recently used at the front
@@ -108,17 +110,19 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "projectdata: data folder")
 	}
-	return &Store{
+	s := &Store{
 		dir:      abs,
 		opts:     opts.withDefaults(),
 		projects: make(map[string]*list.Element),
 		lru:      list.New(),
-	}, nil
+	}
+	s.idle = sync.NewCond(&s.mu)
+	return s, nil
 }
 
-// Close closes every open project database. It waits for no operation: call
-// it once the callers are done. Close is idempotent; operations after Close
-// fail with ErrStoreClosed.
+// Close refuses new operations (they fail with ErrStoreClosed), waits for
+// the operations under way to finish, then closes every project database.
+// Close is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -126,6 +130,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	for s.active > 0 {
+		s.idle.Wait()
+	}
 	var open []*project
 	for e := s.lru.Front(); e != nil; e = e.Next() {
 		open = append(open, e.Value.(*project))
@@ -148,13 +155,15 @@ func (s *Store) Close() error {
 type Stats struct {
 	// OpenProjects is how many project databases are open now.
 	OpenProjects int
+	// Operations is how many operations are under way now.
+	Operations int
 }
 
 // Stats returns the Store's open resources.
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{OpenProjects: s.lru.Len()}
+	return Stats{OpenProjects: s.lru.Len(), Operations: s.active}
 }
 
 // now returns the Store's clock reading, in UTC to the millisecond.
@@ -176,6 +185,7 @@ func (s *Store) acquire(ctx context.Context, slug string) (*project, error) {
 		s.mu.Unlock()
 		return nil, errorf(ErrStoreClosed, "the store is closed")
 	}
+	s.active++
 	if e, ok := s.projects[slug]; ok {
 		p := e.Value.(*project)
 		p.refs++
@@ -201,6 +211,7 @@ func (s *Store) acquire(ctx context.Context, slug string) (*project, error) {
 			s.lru.Remove(e)
 		}
 		s.mu.Unlock()
+		s.release(p)
 		return nil, p.openErr
 	}
 	s.evict()
@@ -211,7 +222,11 @@ func (s *Store) acquire(ctx context.Context, slug string) (*project, error) {
 func (s *Store) release(p *project) {
 	s.mu.Lock()
 	p.refs--
-	closeNow := p.refs == 0 && p.evicted
+	s.active--
+	if s.active == 0 {
+		s.idle.Broadcast()
+	}
+	closeNow := p.refs == 0 && p.evicted && p.openErr == nil
 	s.mu.Unlock()
 	if closeNow {
 		s.closeQuietly(p)
@@ -239,18 +254,6 @@ func (s *Store) evict() {
 	for _, p := range idle {
 		s.closeQuietly(p)
 	}
-}
-
-// forget drops a project from the open set and closes it once idle; used
-// when its folder is replaced or removed.
-func (s *Store) forget(p *project) {
-	s.mu.Lock()
-	if e, ok := s.projects[p.slug]; ok && e.Value == p {
-		delete(s.projects, p.slug)
-		s.lru.Remove(e)
-	}
-	p.evicted = true
-	s.mu.Unlock()
 }
 
 func (s *Store) closeQuietly(p *project) {

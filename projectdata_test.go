@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	pkgerrors "github.com/pkg/errors"
@@ -137,4 +138,28 @@ func TestManyProjectsWithFewOpen(t *testing.T) {
 	projects, err := s.ListProjects(ctx)
 	is.NoErr(err)
 	is.Equal(len(projects), 6)
+}
+
+func TestCloseWaitsForOperationsUnderWay(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, &projectdata.Options{QueryTimeout: 300 * time.Millisecond})
+	_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "t"})
+	is.NoErr(err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c`})
+		done <- err
+	}()
+	for s.Stats().Operations == 0 { // the query is under way
+		time.Sleep(time.Millisecond)
+	}
+	is.NoErr(s.Close())
+	select {
+	case err := <-done: // finished before Close returned, on open connections
+		pdtest.Code(t, err, projectdata.ErrQueryBudgetExceeded)
+	default:
+		t.Fatal("Close returned while a query was running")
+	}
+	_, _, err = s.GetProject(ctx, "acme")
+	pdtest.Code(t, err, projectdata.ErrStoreClosed)
 }
