@@ -409,11 +409,11 @@ func TestWhereJSON(t *testing.T) {
 
 // peopleStore returns a Store whose project has the table people:
 //
-//	id  name  age   score  tag
-//	1   ann   30    1.5
-//	2   bob   40    NULL
-//	3   cid   NULL  2.5
-//	4   dan   50    3.5
+//	id  name  age   score  code  tag
+//	1   ann   30    1.5    A1
+//	2   bob   40    NULL   7
+//	3   cid   NULL  2.5    NULL
+//	4   dan   50    3.5    8
 func peopleStore(t *testing.T) *projectdata.Store {
 	t.Helper()
 	s, _ := pdtest.NewProject(t, nil)
@@ -421,13 +421,14 @@ func peopleStore(t *testing.T) *projectdata.Store {
 		projectdata.ColumnDef{Name: "name", NotNull: true},
 		projectdata.ColumnDef{Name: "age", Type: "INTEGER"},
 		projectdata.ColumnDef{Name: "score", Type: "REAL"},
+		projectdata.ColumnDef{Name: "code"},
 		projectdata.ColumnDef{Name: "tag"},
 	)
 	_, err := s.Insert(ctx, "acme", "people", rows(t, `[
-		{"name":"ann","age":30,"score":1.5},
-		{"name":"bob","age":40},
+		{"name":"ann","age":30,"score":1.5,"code":"A1"},
+		{"name":"bob","age":40,"code":"7"},
 		{"name":"cid","score":2.5},
-		{"name":"dan","age":50,"score":3.5}]`))
+		{"name":"dan","age":50,"score":3.5,"code":"8"}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,6 +478,9 @@ func TestBulkWhere(t *testing.T) {
 		{"LikeWildcard", `[{"column":"name","op":"like","value":"_a_"}]`, []int64{4}},
 		{"In", `[{"column":"age","op":"in","value":[30,"50",99]}]`, []int64{1, 4}},
 		{"InText", `[{"column":"name","op":"in","value":["cid","ann"]}]`, []int64{1, 3}},
+		{"InNumbersOnTextColumn", `[{"column":"code","op":"in","value":[7,8,"A1"]}]`, []int64{1, 2, 4}},
+		{"NotInNumbersOnTextColumn", `[{"column":"code","op":"not_in","value":[7]}]`, []int64{1, 4}},
+		{"EqualNumberOnTextColumn", `{"code":7}`, []int64{2}},
 		{"NotIn", `[{"column":"age","op":"not_in","value":[30]}]`, []int64{2, 4}},
 		{"IsNull", `[{"column":"score","op":"is_null"}]`, []int64{2}},
 		{"IsNullWithNullValue", `[{"column":"score","op":"is_null","value":null}]`, []int64{2}},
@@ -596,7 +600,7 @@ func TestUpdateRecords(t *testing.T) {
 			pdtest.Code(t, err, c.code)
 			row, err := s.GetRecord(ctx, "acme", "people", 1)
 			is.NoErr(err)
-			is.Equal(row, projectdata.Row{"id": int64(1), "name": "ann", "age": int64(30), "score": 1.5, "tag": nil})
+			is.Equal(row, projectdata.Row{"id": int64(1), "name": "ann", "age": int64(30), "score": 1.5, "code": "A1", "tag": nil})
 		})
 	}
 	t.Run("UniqueViolationChangesNothing", func(t *testing.T) {
