@@ -332,18 +332,23 @@ func planInsert(t *tableInfo, rows []Row) (*insertPlan, error) {
 func (pl *insertPlan) run(ctx context.Context, c *conn) ([]any, error) {
 	ids := make([]any, len(pl.shapes))
 	vals := make([]any, 1)
+	scan := func(st *sqlite3.Stmt) error { return st.Columns(vals...) }
 	for i, sh := range pl.shapes {
 		args := pl.args[pl.starts[i]:pl.starts[i+1]]
 		var err error
-		switch {
-		case sh.returning:
-			_, err = c.queryRow(sh.sql, args, func(st *sqlite3.Stmt) error {
-				err := st.Columns(vals...)
-				ids[i] = vals[0]
-				return err
-			})
-		default:
-			err = c.exec(sh.sql, args...)
+		if sh.returning {
+			_, err = c.queryRow(sh.sql, args, scan)
+			ids[i] = vals[0]
+		} else {
+			// Every parameter is bound for every row: the cached
+			// statement is reused without clearing its bindings.
+			var st *sqlite3.Stmt
+			if st, err = c.prepare(sh.sql); err != nil {
+				return nil, err
+			}
+			if err = bindAll(st, args); err == nil {
+				err = st.Exec()
+			}
 			if sh.pk >= 0 && args[sh.pk] != nil {
 				ids[i] = args[sh.pk]
 			} else {
@@ -414,9 +419,18 @@ func showValue(v any) string {
 	return "NULL"
 }
 
-// selectSQL is the SELECT of every column of t, in table order, from t.
-func selectSQL(t *tableInfo) string {
+// selectSQL is the SELECT of every column of t, in table order, from t,
+// followed by tail (a WHERE or ORDER BY clause of ours).
+func selectSQL(t *tableInfo, tail ...string) string {
+	n := len("SELECT ") + len(" FROM ") + len(t.quoted)
+	for _, col := range t.columns {
+		n += len(col.quoted) + len(", ")
+	}
+	for _, s := range tail {
+		n += len(s)
+	}
 	var b strings.Builder
+	b.Grow(n)
 	b.WriteString("SELECT ")
 	for i, col := range t.columns {
 		if i > 0 {
@@ -426,6 +440,9 @@ func selectSQL(t *tableInfo) string {
 	}
 	b.WriteString(" FROM ")
 	b.WriteString(t.quoted)
+	for _, s := range tail {
+		b.WriteString(s)
+	}
 	return b.String()
 }
 
@@ -489,7 +506,7 @@ func (s *Store) GetRecord(ctx context.Context, slug, table string, id any) (Row,
 				return err
 			}
 			vals := make([]any, len(t.columns))
-			found, err := c.queryRow(selectSQL(t)+` WHERE `+t.pk.quoted+` = ?`, []any{k}, func(st *sqlite3.Stmt) (err error) {
+			found, err := c.queryRow(selectSQL(t, ` WHERE `, t.pk.quoted, ` = ?`), []any{k}, func(st *sqlite3.Stmt) (err error) {
 				row, err = t.scanRow(st, vals)
 				return err
 			})
@@ -587,7 +604,7 @@ func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOp
 				return err
 			}
 			vals := make([]any, len(t.columns))
-			err = c.query(selectSQL(t)+order+` LIMIT ? OFFSET ?`, []any{opts.Limit, opts.Offset}, func(st *sqlite3.Stmt) error {
+			err = c.query(selectSQL(t, order, ` LIMIT ? OFFSET ?`), []any{opts.Limit, opts.Offset}, func(st *sqlite3.Stmt) error {
 				row, err := t.scanRow(st, vals)
 				list.Rows = append(list.Rows, row)
 				return err

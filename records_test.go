@@ -180,6 +180,41 @@ func TestInsert(t *testing.T) {
 			is.Equal(row["qty"], want.qty)
 		}
 	})
+	t.Run("ManyKeySetsInOneInsert", func(t *testing.T) {
+		// 255 key sets: more statements than a connection caches.
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, nil)
+		var cols []projectdata.ColumnDef
+		for j := range 8 {
+			cols = append(cols, projectdata.ColumnDef{Name: fmt.Sprintf("c%d", j), Type: "INTEGER"})
+		}
+		createTable(t, s, "wide", cols...)
+		var body []string
+		for m := 1; m < 256; m++ {
+			var kv []string
+			for j := range 8 {
+				if m&(1<<j) != 0 {
+					kv = append(kv, fmt.Sprintf(`"c%d":%d`, j, m))
+				}
+			}
+			body = append(body, "{"+strings.Join(kv, ",")+"}")
+		}
+		res, err := s.Insert(ctx, "acme", "wide", rows(t, "["+strings.Join(body, ",")+"]"))
+		is.NoErr(err)
+		is.Equal(res.InsertedCount, 255)
+		for _, m := range []int{1, 128, 200, 255} {
+			is.Equal(res.InsertedIDs[m-1], int64(m))
+			row, err := s.GetRecord(ctx, "acme", "wide", m)
+			is.NoErr(err)
+			for j := range 8 {
+				want := any(nil)
+				if m&(1<<j) != 0 {
+					want = int64(m)
+				}
+				is.Equal(row[fmt.Sprintf("c%d", j)], want)
+			}
+		}
+	})
 	t.Run("NoRowsInsertsNothing", func(t *testing.T) {
 		is := is.New(t)
 		s := itemsStore(t, nil)
