@@ -17,8 +17,9 @@ import (
 // A nil Value with = matches NULL (as is_null does) and with != matches
 // every non-NULL value (as is_not_null does); the other comparisons need a
 // non-null Value. like is SQLite's LIKE: % and _ are wildcards, ASCII
-// letters match case-insensitively. A NULL column value matches only
-// is_null (and = with a nil Value), never not_in.
+// letters match case-insensitively. As in SQL, a NULL column value matches
+// no comparison, != and not_in included: only is_null (or = with a nil
+// Value) selects it.
 //
 // A value that fits the column's type is compared in that type ("42" is 42
 // in an INTEGER column, true is 1 in a BOOLEAN one); any other scalar is
