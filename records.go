@@ -157,11 +157,7 @@ func (s *Store) Insert(ctx context.Context, slug, table string, rows []Row) (Ins
 			return errorf(ErrTooManyRows, "an insert takes at most %d rows; %d were given", s.opts.MaxInsertRows, len(rows))
 		}
 		return p.write(ctx, func(c *conn) error {
-			sc, err := p.schemaFor(c)
-			if err != nil {
-				return err
-			}
-			t, err := sc.lookupTable(table)
+			t, err := p.tableFor(c, table)
 			if err != nil {
 				return err
 			}
@@ -181,6 +177,16 @@ func (s *Store) Insert(ctx context.Context, slug, table string, rows []Row) (Ins
 		return InsertResult{}, err
 	}
 	return res, nil
+}
+
+// tableFor returns a registered table by name or numeric id, with the
+// registry read through c.
+func (p *project) tableFor(c *conn, ref string) (*tableInfo, error) {
+	sc, err := p.schemaFor(c)
+	if err != nil {
+		return nil, err
+	}
+	return sc.lookupTable(ref)
 }
 
 // colValue is one column of a row with its converted value.
@@ -496,8 +502,8 @@ func showID(id any) string {
 func (s *Store) GetRecord(ctx context.Context, slug, table string, id any) (Row, error) {
 	var row Row
 	err := s.withProject(ctx, slug, OpGetRecord, func(p *project) error {
-		return p.readSchema(ctx, func(c *conn, sc *schema) error {
-			t, err := sc.lookupTable(table)
+		return p.read(ctx, func(c *conn) error {
+			t, err := p.tableFor(c, table)
 			if err != nil {
 				return err
 			}
@@ -531,11 +537,7 @@ func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (D
 	var res DeleteResult
 	err := s.withProject(ctx, slug, OpDeleteRecord, func(p *project) error {
 		return p.write(ctx, func(c *conn) error {
-			sc, err := p.schemaFor(c)
-			if err != nil {
-				return err
-			}
-			t, err := sc.lookupTable(table)
+			t, err := p.tableFor(c, table)
 			if err != nil {
 				return err
 			}
@@ -584,11 +586,7 @@ func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOp
 	list := RecordList{Rows: []Row{}, Limit: opts.Limit, Offset: opts.Offset}
 	err := s.withProject(ctx, slug, OpListRecords, func(p *project) error {
 		return p.readTx(ctx, func(c *conn) error {
-			sc, err := p.schemaFor(c)
-			if err != nil {
-				return err
-			}
-			t, err := sc.lookupTable(table)
+			t, err := p.tableFor(c, table)
 			if err != nil {
 				return err
 			}
@@ -710,11 +708,7 @@ func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation
 			return errorf(ErrWhereRequired, "an explicit where clause is required unless an administrator sets allow_all")
 		}
 		return p.write(ctx, func(c *conn) error {
-			sc, err := p.schemaFor(c)
-			if err != nil {
-				return err
-			}
-			t, err := sc.lookupTable(table)
+			t, err := p.tableFor(c, table)
 			if err != nil {
 				return err
 			}
