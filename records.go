@@ -1,0 +1,738 @@
+package projectdata
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Row is one record of a table: column name to value.
+//
+// Values going in are scalars: nil, bool, numbers (json.Number keeps JSON
+// numbers exact; Go ints and floats work too) and strings; each must fit its
+// column (see ColumnType). Values coming out are nil, int64 (INTEGER, and
+// BOOLEAN as 0/1), float64 (REAL) or string (TEXT, and DATETIME as text);
+// NUMERIC gives int64 or float64.
+type Row map[string]any
+
+// UnmarshalJSON decodes a JSON object keeping numbers exact (json.Number),
+// so integers keep their full int64 precision. null is a nil Row. Anything
+// but an object is ErrInvalidRequest.
+func (r *Row) UnmarshalJSON(b []byte) error {
+	var m map[string]any
+	if err := decodeJSON(b, &m); err != nil {
+		return errorf(ErrInvalidRequest, "a row must be a JSON object of column name to value")
+	}
+	*r = m
+	return nil
+}
+
+// DecodeRows decodes the body of an insert: one JSON object (one row) or an
+// array of objects. Numbers stay exact (json.Number).
+//
+// Errors: ErrInvalidJSON for malformed JSON, ErrInvalidRequest when the
+// body or one of its elements is not an object.
+func DecodeRows(data []byte) ([]Row, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, errorf(ErrInvalidJSON, "the body is not valid JSON")
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errorf(ErrInvalidJSON, "the body holds more than one JSON value")
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		return []Row{v}, nil
+	case []any:
+		rows := make([]Row, len(v))
+		for i, item := range v {
+			m, ok := item.(map[string]any)
+			if !ok {
+				return nil, errorf(ErrInvalidRequest, "row %d must be a JSON object of column name to value", i)
+			}
+			rows[i] = m
+		}
+		return rows, nil
+	}
+	return nil, errorf(ErrInvalidRequest, "the body must be a row object or an array of row objects")
+}
+
+// InsertResult reports an insert.
+type InsertResult struct {
+	Table         string `json:"table"`
+	InsertedCount int    `json:"inserted_count"`
+	// InsertedIDs are the primary key values of the rows, in request order:
+	// the given value, or the one SQLite assigned (an INTEGER primary key
+	// left out or null gets the next rowid).
+	InsertedIDs []any `json:"inserted_ids"`
+}
+
+// DeleteResult reports the deletion of one record.
+type DeleteResult struct {
+	Deleted bool   `json:"deleted"`
+	Table   string `json:"table"`
+	// ID is the primary key value of the deleted row, as a string.
+	ID string `json:"id"`
+}
+
+// BulkUpdate is a bulk update of the rows that Where selects; it is the
+// body of PATCH /projects/{project}/records/{table}.
+type BulkUpdate struct {
+	// Data maps column names to their new values; it must not be empty.
+	Data Row `json:"data"`
+	// Where selects the rows. Empty or absent, it is refused
+	// (ErrWhereRequired) unless AllowAll is set.
+	Where Where `json:"where"`
+	// AllowAll lets an empty Where select every row. Only the admin role
+	// may set it, with or without a Where.
+	AllowAll bool `json:"allow_all"`
+}
+
+// BulkDelete is a bulk deletion of the rows that Where selects; it is the
+// body of DELETE /projects/{project}/records/{table}. Where and AllowAll
+// are as in BulkUpdate.
+type BulkDelete struct {
+	Where    Where `json:"where"`
+	AllowAll bool  `json:"allow_all"`
+}
+
+// BulkResult reports a bulk update or delete.
+type BulkResult struct {
+	Table string `json:"table"`
+	// AffectedRows is the number of rows the statement matched and changed.
+	AffectedRows int64 `json:"affected_rows"`
+}
+
+// ListOptions pages and orders ListRecords.
+type ListOptions struct {
+	// Limit is the page size, clamped to 1..1000. Zero: 100.
+	Limit int `json:"limit"`
+	// Offset is the number of rows to skip; negative is ErrInvalidRequest.
+	Offset int `json:"offset"`
+	// Order is a column name for ascending order or "-name" for
+	// descending; ties are broken by the primary key. Empty: the primary
+	// key, ascending.
+	Order string `json:"order"`
+}
+
+// RecordList is a page of a table's rows.
+type RecordList struct {
+	Table string `json:"table"`
+	Rows  []Row  `json:"rows"`
+	// Total is the number of rows in the table.
+	Total  int64 `json:"total"`
+	Limit  int   `json:"limit"`
+	Offset int   `json:"offset"`
+}
+
+// Record list limits.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+// Insert inserts rows into a table, atomically: every row or none. A row
+// with no keys gets the columns' defaults. Every value is checked against
+// its column's type before anything is written. An empty rows inserts
+// nothing and succeeds (the table must exist).
+//
+// Errors: ErrTooManyRows (more than Options.MaxInsertRows rows),
+// ErrColumnNotFound (an unknown key), ErrInvalidRequest (a column given
+// twice, as "a" and "A"), ErrInvalidColumnValue (a value that does not fit
+// its column, or a nested object or array), ErrUniqueViolation,
+// ErrNotNullViolation, ErrTableNotFound, ErrProjectNotFound,
+// ErrPermissionDenied. Messages name the index of the failing row (0-based:
+// "row 2: …") and, where known, its column and value.
+func (s *Store) Insert(ctx context.Context, slug, table string, rows []Row) (InsertResult, error) {
+	var res InsertResult
+	err := s.withProject(ctx, slug, OpInsertRecords, func(p *project) error {
+		if len(rows) > s.opts.MaxInsertRows {
+			return errorf(ErrTooManyRows, "an insert takes at most %d rows; %d were given", s.opts.MaxInsertRows, len(rows))
+		}
+		return p.write(ctx, func(c *conn) error {
+			t, err := p.tableFor(c, table)
+			if err != nil {
+				return err
+			}
+			plan, err := planInsert(t, rows)
+			if err != nil {
+				return err
+			}
+			ids, err := plan.run(ctx, c)
+			if err != nil {
+				return err
+			}
+			res = InsertResult{Table: t.Name, InsertedCount: len(ids), InsertedIDs: ids}
+			return nil
+		})
+	})
+	if err != nil {
+		return InsertResult{}, err
+	}
+	return res, nil
+}
+
+// tableFor returns a registered table by name or numeric id, with the
+// registry read through c.
+func (p *project) tableFor(c *conn, ref string) (*tableInfo, error) {
+	sc, err := p.schemaFor(c)
+	if err != nil {
+		return nil, err
+	}
+	return sc.lookupTable(ref)
+}
+
+// colValue is one column of a row with its converted value.
+type colValue struct {
+	col *columnInfo
+	val any // nil, int64, float64 or string
+}
+
+// rowValues checks a row against t and appends its columns with their
+// converted values to buf, ordered by column id: the same keys always give
+// the same order, whatever the map's order.
+func (t *tableInfo) rowValues(row Row, buf []colValue) ([]colValue, error) {
+	start := len(buf)
+	for k, v := range row {
+		col, err := t.columnNamed(k)
+		if err != nil {
+			return nil, err
+		}
+		x, err := col.Type.convert(v)
+		if err != nil {
+			return nil, errorf(ErrInvalidColumnValue, "column %q: %s", col.Name, err)
+		}
+		// Insertion sort: rows have few keys.
+		buf = append(buf, colValue{col, x})
+		for j := len(buf) - 1; j > start && buf[j].col.ID <= buf[j-1].col.ID; j-- {
+			if buf[j].col == buf[j-1].col {
+				return nil, errorf(ErrInvalidRequest, "column %q is given twice", col.Name)
+			}
+			buf[j], buf[j-1] = buf[j-1], buf[j]
+		}
+	}
+	return buf, nil
+}
+
+// columnNamed finds a column by name, case-insensitively. Unlike
+// lookupColumn it takes no numeric ids: row keys, where columns and orders
+// are names.
+func (t *tableInfo) columnNamed(name string) (*columnInfo, error) {
+	if c, ok := t.byName[strings.ToLower(name)]; ok {
+		return c, nil
+	}
+	return nil, errorf(ErrColumnNotFound, "column %.80q does not exist in table %q", name, t.Name)
+}
+
+// insertShape is the statement for one set of columns.
+type insertShape struct {
+	sql       string
+	cols      []*columnInfo // the statement's columns, in parameter order
+	pk        int           // index of the primary key in cols, or -1
+	returning bool          // the statement returns the primary key (see newInsertShape)
+}
+
+// newInsertShape builds the statement inserting the columns of vals.
+func newInsertShape(t *tableInfo, vals []colValue) *insertShape {
+	sh := &insertShape{cols: make([]*columnInfo, len(vals)), pk: -1}
+	var b strings.Builder
+	b.WriteString("INSERT INTO ")
+	b.WriteString(t.quoted)
+	if len(vals) == 0 {
+		b.WriteString(" DEFAULT VALUES")
+	} else {
+		b.WriteString(" (")
+		for i, cv := range vals {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(cv.col.quoted)
+			sh.cols[i] = cv.col
+			if cv.col == t.pk {
+				sh.pk = i
+			}
+		}
+		b.WriteString(") VALUES (?")
+		b.WriteString(strings.Repeat(", ?", len(vals)-1))
+		b.WriteString(")")
+	}
+	// Without its value, the key is the rowid for an INTEGER primary key
+	// (LastInsertRowID) but a default for any other: read it back.
+	if sh.pk < 0 && t.pk != nil && t.pk.Type != TypeInteger {
+		sh.returning = true
+		b.WriteString(" RETURNING ")
+		b.WriteString(t.pk.quoted)
+	}
+	sh.sql = b.String()
+	return sh
+}
+
+// matches reports whether vals has exactly the shape's columns.
+func (sh *insertShape) matches(vals []colValue) bool {
+	if len(vals) != len(sh.cols) {
+		return false
+	}
+	for i, cv := range vals {
+		if cv.col != sh.cols[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// insertPlan is a checked insert: every row's statement and values, made
+// before anything is written.
+type insertPlan struct {
+	t      *tableInfo
+	shapes []*insertShape // by row
+	args   []any          // the converted values, row after row
+	starts []int          // row i's values are args[starts[i]:starts[i+1]]
+}
+
+// planInsert checks every row and plans its statement: one statement per
+// distinct set of columns, reused by every row with that set.
+func planInsert(t *tableInfo, rows []Row) (*insertPlan, error) {
+	pl := &insertPlan{t: t, shapes: make([]*insertShape, len(rows)), starts: make([]int, len(rows)+1)}
+	if len(rows) > 0 {
+		pl.args = make([]any, 0, len(rows)*len(rows[0]))
+	}
+	bySQL := map[string]*insertShape{}
+	var (
+		buf  []colValue
+		prev *insertShape
+		err  error
+	)
+	for i, row := range rows {
+		buf, err = t.rowValues(row, buf[:0])
+		if err != nil {
+			return nil, errorf(ErrorCode(err), "row %d: %s", i, err)
+		}
+		sh := prev
+		if sh == nil || !sh.matches(buf) {
+			sh = newInsertShape(t, buf)
+			if known, ok := bySQL[sh.sql]; ok {
+				sh = known
+			} else {
+				bySQL[sh.sql] = sh
+			}
+			prev = sh
+		}
+		pl.shapes[i] = sh
+		for _, cv := range buf {
+			pl.args = append(pl.args, cv.val)
+		}
+		pl.starts[i+1] = len(pl.args)
+	}
+	return pl, nil
+}
+
+// run executes the plan on c, inside the caller's transaction, and returns
+// the primary keys of the rows in order.
+func (pl *insertPlan) run(ctx context.Context, c *conn) ([]any, error) {
+	ids := make([]any, len(pl.shapes))
+	vals := make([]any, 1)
+	scan := func(st *sqlite3.Stmt) error { return st.Columns(vals...) }
+	for i, sh := range pl.shapes {
+		args := pl.args[pl.starts[i]:pl.starts[i+1]]
+		var err error
+		if sh.returning {
+			_, err = c.queryRow(sh.sql, args, scan)
+			ids[i] = vals[0]
+		} else {
+			// Every parameter is bound for every row: the cached
+			// statement is reused without clearing its bindings.
+			var st *sqlite3.Stmt
+			if st, err = c.prepare(sh.sql); err != nil {
+				return nil, err
+			}
+			if err = bindAll(st, args); err == nil {
+				err = st.Exec()
+			}
+			if sh.pk >= 0 && args[sh.pk] != nil {
+				ids[i] = args[sh.pk]
+			} else {
+				ids[i] = c.db.LastInsertRowID()
+			}
+		}
+		if err != nil {
+			return nil, pl.rowError(ctx, c, i, err)
+		}
+	}
+	return ids, nil
+}
+
+// rowError explains the failure of row i: which row and, for a constraint,
+// which column and value.
+func (pl *insertPlan) rowError(ctx context.Context, c *conn, i int, err error) error {
+	err = dbError(ctx, err)
+	code := ErrorCode(err)
+	sh, args := pl.shapes[i], pl.args[pl.starts[i]:pl.starts[i+1]]
+	switch code {
+	case ErrUniqueViolation:
+		// The row failed, so a row holding one of its unique values is
+		// the one it collides with (an earlier row of this insert, maybe).
+		for j, col := range sh.cols {
+			if !col.IsUnique || args[j] == nil {
+				continue
+			}
+			found, qerr := c.queryRow(`SELECT 1 FROM `+pl.t.quoted+` WHERE `+col.quoted+` = ? LIMIT 1`, args[j:j+1], func(*sqlite3.Stmt) error { return nil })
+			if qerr == nil && found {
+				return errorf(code, "row %d: column %q value %s already exists in table %q", i, col.Name, showValue(args[j]), pl.t.Name)
+			}
+		}
+	case ErrNotNullViolation:
+		for _, col := range pl.t.columns {
+			if col.IsNullable || (col == pl.t.pk && col.Type == TypeInteger) {
+				continue // nullable, or the rowid: NULL assigns one
+			}
+			if j := sh.index(col); (j >= 0 && args[j] == nil) || (j < 0 && col.DefaultValue == nil) {
+				return errorf(code, "row %d: column %q must not be NULL", i, col.Name)
+			}
+		}
+	case ErrInternal:
+		return err
+	}
+	return errorf(code, "row %d: %s", i, err)
+}
+
+// index returns the position of col in the shape, or -1.
+func (sh *insertShape) index(col *columnInfo) int {
+	for i, c := range sh.cols {
+		if c == col {
+			return i
+		}
+	}
+	return -1
+}
+
+// showValue renders a converted value for a message.
+func showValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		return strconv.Quote(truncate(v))
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return "NULL"
+}
+
+// selectSQL is the SELECT of every column of t, in table order, from t,
+// followed by tail (a WHERE or ORDER BY clause of ours).
+func selectSQL(t *tableInfo, tail ...string) string {
+	n := len("SELECT ") + len(" FROM ") + len(t.quoted)
+	for _, col := range t.columns {
+		n += len(col.quoted) + len(", ")
+	}
+	for _, s := range tail {
+		n += len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString("SELECT ")
+	for i, col := range t.columns {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(col.quoted)
+	}
+	b.WriteString(" FROM ")
+	b.WriteString(t.quoted)
+	for _, s := range tail {
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// scanRow reads the current row of a statement made by selectSQL; vals is
+// scratch space of len(t.columns).
+func (t *tableInfo) scanRow(st *sqlite3.Stmt, vals []any) (Row, error) {
+	if err := st.Columns(vals...); err != nil {
+		return nil, err
+	}
+	row := make(Row, len(t.columns))
+	for i, col := range t.columns {
+		row[col.Name] = vals[i]
+	}
+	return row, nil
+}
+
+// key converts a primary key value, or its string form, for t's key.
+func (t *tableInfo) key(id any) (any, error) {
+	if t.pk == nil {
+		return nil, errorf(ErrRecordNotFound, "table %q has no primary key", t.Name)
+	}
+	k, err := t.pk.Type.convert(id)
+	if err != nil || k == nil {
+		return nil, errorf(ErrRecordNotFound, "no record with %s %s in table %q: the key is %s", t.pk.Name, showID(id), t.Name, t.pk.Type)
+	}
+	return k, nil
+}
+
+// showID renders an id as given, for a message.
+func showID(id any) string {
+	switch id := id.(type) {
+	case string:
+		return strconv.Quote(truncate(id))
+	case json.Number:
+		return truncate(id.String())
+	case nil:
+		return "NULL"
+	}
+	if v, err := TypeNumeric.convert(id); err == nil {
+		return showValue(v)
+	}
+	return "of an unsupported kind"
+}
+
+// GetRecord returns the row of a table whose primary key is id: the key
+// value or its string form (5 or "5" for an INTEGER key).
+//
+// Errors: ErrRecordNotFound (also for an id that cannot be a key of the
+// table, such as "abc" for an INTEGER key), ErrTableNotFound,
+// ErrProjectNotFound, ErrPermissionDenied.
+func (s *Store) GetRecord(ctx context.Context, slug, table string, id any) (Row, error) {
+	var row Row
+	err := s.withProject(ctx, slug, OpGetRecord, func(p *project) error {
+		return p.read(ctx, func(c *conn) error {
+			t, err := p.tableFor(c, table)
+			if err != nil {
+				return err
+			}
+			k, err := t.key(id)
+			if err != nil {
+				return err
+			}
+			vals := make([]any, len(t.columns))
+			found, err := c.queryRow(selectSQL(t, ` WHERE `, t.pk.quoted, ` = ?`), []any{k}, func(st *sqlite3.Stmt) (err error) {
+				row, err = t.scanRow(st, vals)
+				return err
+			})
+			if err == nil && !found {
+				err = errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return row, nil
+}
+
+// DeleteRecord deletes the row of a table whose primary key is id (as in
+// GetRecord) and returns the key as a string.
+//
+// Errors: ErrRecordNotFound, ErrTableNotFound, ErrProjectNotFound,
+// ErrPermissionDenied.
+func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (DeleteResult, error) {
+	var res DeleteResult
+	err := s.withProject(ctx, slug, OpDeleteRecord, func(p *project) error {
+		return p.write(ctx, func(c *conn) error {
+			t, err := p.tableFor(c, table)
+			if err != nil {
+				return err
+			}
+			k, err := t.key(id)
+			if err != nil {
+				return err
+			}
+			if err := c.exec(`DELETE FROM `+t.quoted+` WHERE `+t.pk.quoted+` = ?`, k); err != nil {
+				return dbError(ctx, err)
+			}
+			if c.db.Changes() == 0 {
+				return errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
+			}
+			id := showValue(k)
+			if s, ok := k.(string); ok {
+				id = s
+			}
+			res = DeleteResult{Deleted: true, Table: t.Name, ID: id}
+			return nil
+		})
+	})
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	return res, nil
+}
+
+// ListRecords returns a page of a table's rows and the table's row count,
+// read from one snapshot.
+//
+// Errors: ErrColumnNotFound (an unknown order column), ErrInvalidRequest
+// (a negative offset, an order of just "-"), ErrTableNotFound,
+// ErrProjectNotFound, ErrPermissionDenied.
+func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOptions) (RecordList, error) {
+	switch {
+	case opts.Limit == 0:
+		opts.Limit = defaultListLimit
+	case opts.Limit < 1:
+		opts.Limit = 1
+	case opts.Limit > maxListLimit:
+		opts.Limit = maxListLimit
+	}
+	if opts.Offset < 0 {
+		return RecordList{}, errorf(ErrInvalidRequest, "offset must not be negative")
+	}
+	list := RecordList{Rows: []Row{}, Limit: opts.Limit, Offset: opts.Offset}
+	err := s.withProject(ctx, slug, OpListRecords, func(p *project) error {
+		return p.readTx(ctx, func(c *conn) error {
+			t, err := p.tableFor(c, table)
+			if err != nil {
+				return err
+			}
+			order, err := orderSQL(t, opts.Order)
+			if err != nil {
+				return err
+			}
+			list.Table = t.Name
+			if _, err := c.queryRow(`SELECT count(*) FROM `+t.quoted, nil, func(st *sqlite3.Stmt) error {
+				list.Total = st.ColumnInt64(0)
+				return nil
+			}); err != nil {
+				return err
+			}
+			vals := make([]any, len(t.columns))
+			err = c.query(selectSQL(t, order, ` LIMIT ? OFFSET ?`), []any{opts.Limit, opts.Offset}, func(st *sqlite3.Stmt) error {
+				row, err := t.scanRow(st, vals)
+				list.Rows = append(list.Rows, row)
+				return err
+			})
+			return err
+		})
+	})
+	if err != nil {
+		return RecordList{}, err
+	}
+	return list, nil
+}
+
+// orderSQL is the ORDER BY clause of a list order: "name" or "-name",
+// ties broken by the primary key; empty is the primary key.
+func orderSQL(t *tableInfo, order string) (string, error) {
+	name, desc := strings.CutPrefix(order, "-")
+	if order == "-" {
+		return "", errorf(ErrInvalidRequest, `order must be a column name, or "-" and a column name`)
+	}
+	if name == "" {
+		if t.pk == nil {
+			return "", nil
+		}
+		name = t.pk.Name
+	}
+	col, err := t.columnNamed(name)
+	if err != nil {
+		return "", err
+	}
+	sql := ` ORDER BY ` + col.quoted
+	if desc {
+		sql += ` DESC`
+	}
+	if t.pk != nil && col != t.pk {
+		sql += `, ` + t.pk.quoted
+	}
+	return sql, nil
+}
+
+// UpdateRecords sets the columns of upd.Data in every row upd.Where
+// selects, and reports how many rows that was.
+//
+// Errors: ErrInvalidRequest (empty Data, a column given twice),
+// ErrWhereRequired (empty Where without AllowAll), ErrPermissionDenied
+// (AllowAll without the admin role, or no write role),
+// ErrColumnNotFound, ErrInvalidColumnValue, ErrInvalidWhere,
+// ErrUniqueViolation, ErrNotNullViolation, ErrTableNotFound,
+// ErrProjectNotFound.
+func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkUpdate) (BulkResult, error) {
+	return s.bulkChange(ctx, slug, table, OpUpdateRecords, upd.Where, upd.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, error) {
+		if len(upd.Data) == 0 {
+			return nil, errorf(ErrInvalidRequest, "data must be a non-empty object of column name to new value")
+		}
+		vals, err := t.rowValues(upd.Data, nil)
+		if err != nil {
+			return nil, errorf(ErrorCode(err), "data: %s", err)
+		}
+		args := make([]any, len(vals))
+		sql.WriteString("UPDATE ")
+		sql.WriteString(t.quoted)
+		for i, cv := range vals {
+			if i == 0 {
+				sql.WriteString(" SET ")
+			} else {
+				sql.WriteString(", ")
+			}
+			sql.WriteString(cv.col.quoted)
+			sql.WriteString(" = ?")
+			args[i] = cv.val
+		}
+		return args, nil
+	})
+}
+
+// DeleteRecords deletes every row del.Where selects, and reports how many
+// rows that was.
+//
+// Errors: ErrWhereRequired (empty Where without AllowAll),
+// ErrPermissionDenied (AllowAll without the admin role, or no write
+// role), ErrColumnNotFound, ErrInvalidWhere, ErrTableNotFound,
+// ErrProjectNotFound.
+func (s *Store) DeleteRecords(ctx context.Context, slug, table string, del BulkDelete) (BulkResult, error) {
+	return s.bulkChange(ctx, slug, table, OpDeleteRecords, del.Where, del.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, error) {
+		sql.WriteString("DELETE FROM ")
+		sql.WriteString(t.quoted)
+		return nil, nil
+	})
+}
+
+// bulkChange runs a bulk update or delete: head writes the statement up to
+// its WHERE clause and returns the values it binds, then where selects the
+// rows.
+func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation, where Where, allowAll bool,
+	head func(t *tableInfo, sql *strings.Builder) ([]any, error)) (BulkResult, error) {
+	var res BulkResult
+	err := s.withProject(ctx, slug, op, func(p *project) error {
+		if allowAll {
+			if err := authorize(ctx, slug, OpAllowAll); err != nil {
+				return err
+			}
+		} else if len(where) == 0 {
+			return errorf(ErrWhereRequired, "an explicit where clause is required unless an administrator sets allow_all")
+		}
+		return p.write(ctx, func(c *conn) error {
+			t, err := p.tableFor(c, table)
+			if err != nil {
+				return err
+			}
+			var sql strings.Builder
+			args, err := head(t, &sql)
+			if err != nil {
+				return err
+			}
+			if args, err = where.appendSQL(t, &sql, args); err != nil {
+				return err
+			}
+			if err := c.exec(sql.String(), args...); err != nil {
+				err = dbError(ctx, err)
+				if code := ErrorCode(err); code != ErrInternal {
+					err = errorf(code, "table %q: %s", t.Name, err)
+				}
+				return err
+			}
+			res = BulkResult{Table: t.Name, AffectedRows: c.db.Changes()}
+			return nil
+		})
+	})
+	if err != nil {
+		return BulkResult{}, err
+	}
+	return res, nil
+}
