@@ -9,13 +9,13 @@ import (
 	"github.com/projectdata/projectdata"
 )
 
-const benchRows = 100_000
+const rebuildRows = 100_000
 
 // BenchmarkRebuildColumn100k toggles the default of a column of a
 // 100,000-row table with two managed indexes and a UNIQUE column: every
 // operation rebuilds the table through the Store.
 func BenchmarkRebuildColumn100k(b *testing.B) {
-	r, _ := newItems(b, benchRows)
+	r, _ := newItems(b, rebuildRows)
 	defaults := []any{5, 6}
 	b.ReportAllocs()
 	i := 0
@@ -26,13 +26,13 @@ func BenchmarkRebuildColumn100k(b *testing.B) {
 		}
 		i++
 	}
-	b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(rebuildRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
 // BenchmarkRebuildColumn100kRaw is the same rebuild written by hand on a
 // raw connection: the Store's overhead is the ratio of the two.
 func BenchmarkRebuildColumn100kRaw(b *testing.B) {
-	r, _ := newItems(b, benchRows)
+	r, _ := newItems(b, rebuildRows)
 	if err := r.db.Exec(`PRAGMA synchronous=NORMAL`); err != nil { // as the Store's writer
 		b.Fatal(err)
 	}
@@ -67,5 +67,5 @@ func BenchmarkRebuildColumn100kRaw(b *testing.B) {
 		}
 		i++
 	}
-	b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(rebuildRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }

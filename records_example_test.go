@@ -4,38 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/projectdata/projectdata"
 )
 
-// exampleStore opens a Store in a temporary folder with project acme and
-// its table orders (id, item, qty); call the returned func when done.
-func exampleStore() (*projectdata.Store, func()) {
-	dir, err := os.MkdirTemp("", "projectdata-example")
-	if err != nil {
-		panic(err)
-	}
-	s, err := projectdata.Open(dir, nil)
-	if err != nil {
-		panic(err)
-	}
-	ctx := context.Background()
-	if _, _, err := s.CreateProject(ctx, "acme", "Acme"); err != nil {
-		panic(err)
-	}
-	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{
+// exampleOrders is exampleStore with table orders (id, item, qty).
+func exampleOrders() (*projectdata.Store, func()) {
+	s, done := exampleStore()
+	_, _, err := s.CreateTable(context.Background(), "acme", projectdata.TableDef{
 		Name:    "orders",
 		Columns: []projectdata.ColumnDef{{Name: "item"}, {Name: "qty", Type: "INTEGER"}},
 	})
 	if err != nil {
 		panic(err)
 	}
-	return s, func() { s.Close(); os.RemoveAll(dir) }
+	return s, done
 }
 
 func ExampleStore_Insert() {
-	s, done := exampleStore()
+	s, done := exampleOrders()
 	defer done()
 	ctx := context.Background()
 
@@ -66,7 +53,7 @@ func ExampleStore_Insert() {
 }
 
 func ExampleStore_UpdateRecords() {
-	s, done := exampleStore()
+	s, done := exampleOrders()
 	defer done()
 	ctx := context.Background()
 	rows, _ := projectdata.DecodeRows([]byte(`[{"item": "tea", "qty": 2}, {"item": "cake", "qty": 5}, {"item": "jam"}]`))
