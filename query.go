@@ -77,10 +77,10 @@ func (q *QueryRequest) UnmarshalJSON(b []byte) error {
 
 // QueryResult is the answer to a query.
 type QueryResult struct {
-	Rows       []map[string]any `json:"rows"`
-	RowCount   int              `json:"row_count"`
-	Limit      int              `json:"limit"`
-	DurationMS float64          `json:"duration_ms"`
+	Rows       []Row   `json:"rows"`
+	RowCount   int     `json:"row_count"`
+	Limit      int     `json:"limit"`
+	DurationMS float64 `json:"duration_ms"`
 	// Columns are the result's column names, in order; a name that repeats
 	// gets a suffix (id, id_2), as its key in Rows does.
 	Columns []string `json:"columns"`
@@ -230,14 +230,14 @@ func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequ
 
 	res.Limit = limit
 	res.Columns = resultColumns(st)
-	res.Rows = []map[string]any{}
+	res.Rows = []Row{}
 	size := 0
 	for st.Step() {
 		if len(res.Rows) == limit {
 			res.Truncated = true
 			break
 		}
-		row := make(map[string]any, len(res.Columns))
+		row := make(Row, len(res.Columns))
 		for i, name := range res.Columns {
 			v := columnValue(st, i)
 			size += encodedSize(name, v)
