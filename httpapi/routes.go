@@ -31,6 +31,13 @@ func (h *Handler) routes() {
 	h.handle(http.MethodPost, p+"/column/:table", pd.OpAddColumn, h.addColumn)
 	h.handle(http.MethodPatch, p+"/column/:table/:column", pd.OpUpdateColumn, h.updateColumn)
 
+	h.handle(http.MethodPost, p+"/records/:table", pd.OpInsertRecords, h.insertRecords)
+	h.handle(http.MethodGet, p+"/records/:table", pd.OpListRecords, h.listRecords)
+	h.handle(http.MethodGet, p+"/records/:table/:id", pd.OpGetRecord, h.getRecord)
+	h.handle(http.MethodDelete, p+"/records/:table/:id", pd.OpDeleteRecord, h.deleteRecord)
+	h.handle(http.MethodPatch, p+"/records/:table", pd.OpUpdateRecords, h.updateRecords)
+	h.handle(http.MethodDelete, p+"/records/:table", pd.OpDeleteRecords, h.deleteRecords)
+
 	h.handle(http.MethodPost, p+"/query", pd.OpQuery, h.query)
 }
 
@@ -185,4 +192,70 @@ func (h *Handler) updateColumn(r *http.Request, ps httprouter.Params) (int, any,
 	}
 	col, err := h.store.UpdateColumn(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("column"), upd)
 	return http.StatusOK, map[string]any{"table": col.TableName, "column": col}, err
+}
+
+func (h *Handler) insertRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
+	body, err := h.readBody(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body == nil {
+		return 0, nil, errorf(pd.ErrInvalidRequest, "send a row object or an array of row objects")
+	}
+	rows, err := pd.DecodeRows(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := h.store.Insert(r.Context(), ps.ByName("project"), ps.ByName("table"), rows)
+	return http.StatusCreated, res, err
+}
+
+func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
+	q := r.URL.Query()
+	opts := pd.ListOptions{Order: q.Get("order")}
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"limit", &opts.Limit}, {"offset", &opts.Offset}} {
+		if v := q.Get(p.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, nil, errorf(pd.ErrInvalidRequest, "%s must be an integer", p.name)
+			}
+			*p.dst = n
+		}
+	}
+	if q.Has("limit") && opts.Limit < 1 {
+		opts.Limit = 1 // the Store reads zero as "the default"; over HTTP it is a limit below 1
+	}
+	res, err := h.store.ListRecords(r.Context(), ps.ByName("project"), ps.ByName("table"), opts)
+	return http.StatusOK, res, err
+}
+
+func (h *Handler) getRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
+	row, err := h.store.GetRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
+	return http.StatusOK, map[string]any{"table": ps.ByName("table"), "row": row}, err
+}
+
+func (h *Handler) deleteRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
+	res, err := h.store.DeleteRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
+	return http.StatusOK, res, err
+}
+
+func (h *Handler) updateRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var upd pd.BulkUpdate
+	if _, err := h.decodeBody(r, &upd); err != nil {
+		return 0, nil, err
+	}
+	res, err := h.store.UpdateRecords(r.Context(), ps.ByName("project"), ps.ByName("table"), upd)
+	return http.StatusOK, res, err
+}
+
+func (h *Handler) deleteRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var del pd.BulkDelete
+	if _, err := h.decodeBody(r, &del); err != nil {
+		return 0, nil, err
+	}
+	res, err := h.store.DeleteRecords(r.Context(), ps.ByName("project"), ps.ByName("table"), del)
+	return http.StatusOK, res, err
 }
