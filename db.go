@@ -192,6 +192,11 @@ func (p *project) returnReader(c *conn, healthy bool) {
 type conn struct {
 	db    *sqlite3.Conn
 	stmts map[string]*sqlite3.Stmt
+	// sandbox, while set, decides what statements prepared on a read-only
+	// connection may do (see Query); nil means our own, trusted statements.
+	// Its authorizer is installed once: setting an authorizer expires every
+	// prepared statement, which would empty the statement cache.
+	sandbox *sandbox
 }
 
 // openConn opens a connection to the database at path; readOnly connections
@@ -223,7 +228,16 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 	c.db.Limit(sqlite3.LIMIT_ATTACHED, 0)
 	pragmas := `PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;`
 	if readOnly {
-		pragmas += ` PRAGMA query_only=ON;`
+		pragmas += ` PRAGMA query_only=ON; PRAGMA trusted_schema=OFF;`
+		err := c.db.SetAuthorizer(func(action sqlite3.AuthorizerActionCode, name3rd, name4th, schema, inner string) sqlite3.AuthorizerReturnCode {
+			if c.sandbox == nil {
+				return sqlite3.AUTH_OK
+			}
+			return c.sandbox.authorize(action, name3rd, name4th, schema, inner)
+		})
+		if err != nil {
+			return err
+		}
 	} else {
 		pragmas = `PRAGMA journal_mode=WAL; ` + pragmas
 	}

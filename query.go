@@ -192,10 +192,8 @@ func (sb *sandbox) err() error {
 func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequest, limit int) (res QueryResult, err error) {
 	defer recoverOOM(&err)
 	sb := &sandbox{sc: sc}
-	if err := c.db.SetAuthorizer(sb.authorize); err != nil {
-		return res, err
-	}
-	defer c.db.SetAuthorizer(nil)
+	c.sandbox = sb
+	defer func() { c.sandbox = nil }()
 	maxBytes := s.opts.QueryMaxBytes
 	oldLength := c.db.Limit(sqlite3.LIMIT_LENGTH, maxBytes)
 	defer c.db.Limit(sqlite3.LIMIT_LENGTH, oldLength)
@@ -298,7 +296,7 @@ func (s *Store) stepError(ctx context.Context, c *conn, sc *schema, req QueryReq
 func fullScans(c *conn, sc *schema, req QueryRequest) []string {
 	// The caller's statement has failed and is not stepped again, so its
 	// sandbox can go while we read the schema ourselves.
-	c.db.SetAuthorizer(nil)
+	c.sandbox = nil
 	roots := map[int64]string{} // root page → table
 	err := c.query(`SELECT rootpage, tbl_name FROM sqlite_schema WHERE type IN ('table', 'index') AND rootpage > 0`, nil, func(st *sqlite3.Stmt) error {
 		roots[st.ColumnInt64(0)] = st.ColumnText(1)
@@ -307,12 +305,9 @@ func fullScans(c *conn, sc *schema, req QueryRequest) []string {
 	if err != nil || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(req.SQL)), "EXPLAIN") {
 		return nil
 	}
-	sb := &sandbox{sc: sc}
-	if c.db.SetAuthorizer(sb.authorize) != nil {
-		return nil
-	}
+	c.sandbox = &sandbox{sc: sc}
 	st, _, err := c.db.Prepare("EXPLAIN " + req.SQL)
-	c.db.SetAuthorizer(nil)
+	c.sandbox = nil
 	if err != nil || st == nil {
 		return nil
 	}
