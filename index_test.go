@@ -36,8 +36,8 @@ func newIndexFixture(t *testing.T) (*projectdata.Store, *sqlite3.Conn) {
 	return s, raw
 }
 
-// count runs a count(*) statement of the test's own on a raw connection.
-func count(t *testing.T, c *sqlite3.Conn, sql string) int {
+// rawCount runs a count(*) statement of the test's own on a raw connection.
+func rawCount(t *testing.T, c *sqlite3.Conn, sql string) int {
 	t.Helper()
 	st, _, err := c.Prepare(sql)
 	if err != nil {
@@ -60,7 +60,7 @@ func TestCreateIndex(t *testing.T) {
 			Name: "idx_orders_qty_item", Origin: "c", Columns: []string{"qty", "item"}, Managed: true,
 			SQL: `CREATE INDEX "idx_orders_qty_item" ON "orders" ("qty", "item")`,
 		})
-		is.Equal(count(t, raw, `SELECT count(*) FROM _pd_indexes WHERE name = 'idx_orders_qty_item'`), 1)
+		is.Equal(rawCount(t, raw, `SELECT count(*) FROM _pd_indexes WHERE name = 'idx_orders_qty_item'`), 1)
 
 		b, err := json.Marshal(ix)
 		is.NoErr(err)
@@ -136,12 +136,12 @@ func TestCreateIndex(t *testing.T) {
 			is.NoErr(err)
 			_, err = s.CreateIndex(ctx, "acme", "orders", projectdata.IndexRequest{Columns: []string{"qty"}})
 			is.NoErr(err)
-			before := count(t, raw, `SELECT count(*) FROM sqlite_schema`)
+			before := rawCount(t, raw, `SELECT count(*) FROM sqlite_schema`)
 
 			_, err = s.CreateIndex(ctx, "acme", c.table, c.req)
 			pdtest.Code(t, err, c.code)
-			is.Equal(count(t, raw, `SELECT count(*) FROM sqlite_schema`), before) // nothing created
-			is.Equal(count(t, raw, `SELECT count(*) FROM _pd_indexes`), 2)
+			is.Equal(rawCount(t, raw, `SELECT count(*) FROM sqlite_schema`), before) // nothing created
+			is.Equal(rawCount(t, raw, `SELECT count(*) FROM _pd_indexes`), 2)
 		})
 	}
 }
@@ -182,8 +182,8 @@ func TestDropIndex(t *testing.T) {
 		_, list, err := s.ListIndexes(ctx, "acme", "orders")
 		is.NoErr(err)
 		is.Equal(len(list), 0)
-		is.Equal(count(t, raw, `SELECT count(*) FROM sqlite_schema WHERE name = 'By_Qty'`), 0)
-		is.Equal(count(t, raw, `SELECT count(*) FROM _pd_indexes`), 0)
+		is.Equal(rawCount(t, raw, `SELECT count(*) FROM sqlite_schema WHERE name = 'By_Qty'`), 0)
+		is.Equal(rawCount(t, raw, `SELECT count(*) FROM _pd_indexes`), 0)
 		_, err = s.CreateIndex(ctx, "acme", "orders", projectdata.IndexRequest{Columns: []string{"item"}, IndexName: "By_Qty"})
 		is.NoErr(err) // the name is free again
 	})
@@ -208,12 +208,12 @@ func TestDropIndex(t *testing.T) {
 			pdtest.Exec(t, raw, `CREATE INDEX by_hand ON orders (item)`)
 			_, err := s.CreateIndex(ctx, "acme", "orders", projectdata.IndexRequest{Columns: []string{"qty"}, IndexName: "by_qty"})
 			is.NoErr(err)
-			before := count(t, raw, `SELECT count(*) FROM sqlite_schema`)
+			before := rawCount(t, raw, `SELECT count(*) FROM sqlite_schema`)
 
 			_, err = s.DropIndex(ctx, "acme", c.table, c.index)
 			pdtest.Code(t, err, c.code)
-			is.Equal(count(t, raw, `SELECT count(*) FROM sqlite_schema`), before) // nothing dropped
-			is.Equal(count(t, raw, `SELECT count(*) FROM _pd_indexes`), 1)
+			is.Equal(rawCount(t, raw, `SELECT count(*) FROM sqlite_schema`), before) // nothing dropped
+			is.Equal(rawCount(t, raw, `SELECT count(*) FROM _pd_indexes`), 1)
 		})
 	}
 }
@@ -257,8 +257,8 @@ func TestDeleteTableRemovesItsIndexes(t *testing.T) {
 
 	_, err = s.DeleteTable(ctx, "acme", "orders")
 	is.NoErr(err)
-	is.Equal(count(t, raw, `SELECT count(*) FROM _pd_indexes`), 1) // only customers' index is left
-	is.Equal(count(t, raw, `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN ('idx_orders_qty', 'by_item')`), 0)
+	is.Equal(rawCount(t, raw, `SELECT count(*) FROM _pd_indexes`), 1) // only customers' index is left
+	is.Equal(rawCount(t, raw, `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN ('idx_orders_qty', 'by_item')`), 0)
 	_, list, err := s.ListIndexes(ctx, "acme", "customers")
 	is.NoErr(err)
 	is.Equal(list, []projectdata.Index{kept})
