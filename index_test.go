@@ -218,6 +218,26 @@ func TestDropIndex(t *testing.T) {
 	}
 }
 
+func TestIndexDroppedBehindTheStoresBack(t *testing.T) {
+	is := is.New(t)
+	s, raw := newIndexFixture(t)
+	_, err := s.CreateIndex(ctx, "acme", "orders", projectdata.IndexRequest{Columns: []string{"qty"}, IndexName: "by_qty"})
+	is.NoErr(err)
+	pdtest.Exec(t, raw, `DROP INDEX by_qty`)
+
+	_, list, err := s.ListIndexes(ctx, "acme", "orders")
+	is.NoErr(err)
+	is.Equal(len(list), 0) // not listed without its SQLite index
+	_, err = s.DropIndex(ctx, "acme", "orders", "by_qty")
+	pdtest.Code(t, err, projectdata.ErrIndexNotFound)
+	ix, err := s.CreateIndex(ctx, "acme", "orders", projectdata.IndexRequest{Columns: []string{"item"}, IndexName: "BY_QTY"})
+	is.NoErr(err) // the stale record gives way
+	_, list, err = s.ListIndexes(ctx, "acme", "orders")
+	is.NoErr(err)
+	is.Equal(list, []projectdata.Index{ix})
+	is.Equal(rawCount(t, raw, `SELECT count(*) FROM _pd_indexes`), 1)
+}
+
 func TestIndexSurvivesColumnRename(t *testing.T) {
 	is := is.New(t)
 	s, raw := newIndexFixture(t)
