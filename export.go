@@ -1,0 +1,505 @@
+package projectdata
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/csv"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/pkg/errors"
+)
+
+// Export manifest values. A manifest is ready while its file can be
+// downloaded, and not_found once the file is gone; the reason says why.
+const (
+	ExportStatusReady    = "ready"
+	ExportStatusNotFound = "not_found"
+
+	ExportReasonFileMissing = "file_missing" // removed behind the Store's back
+	ExportReasonExpired     = "expired"      // removed by the Store after expires_at
+)
+
+// Export list limits of the specification.
+const (
+	DefaultExportLimit = 50
+	MaxExportLimit     = 500
+)
+
+// Export is an export manifest: what a CSV export file holds and where it
+// can be downloaded.
+type Export struct {
+	// ID is "exp_" and lower-case letters and digits.
+	ID    string `json:"id"`
+	Kind  string `json:"kind"`  // "table_export"
+	Scope string `json:"scope"` // "project"
+	// Project is the project's slug.
+	Project string `json:"project"`
+	// Table is the name of the exported table.
+	Table  string `json:"table"`
+	Format string `json:"format"` // "csv"
+	// DownloadName is the file name to offer a person downloading.
+	DownloadName string `json:"download_name"`
+	// DownloadURL is /projects/{project}/export/download/{id}.
+	DownloadURL    string `json:"download_url"`
+	StorageBackend string `json:"storage_backend"` // "local"
+	ContentType    string `json:"content_type"`    // "text/csv; charset=utf-8"
+	// RowCount, SizeBytes and SHA256 (64 lower-case hex digits) describe
+	// the file exactly; TableCount is how many tables it holds: 1 for a
+	// table export.
+	RowCount   int64  `json:"row_count"`
+	TableCount *int64 `json:"table_count"`
+	SizeBytes  int64  `json:"size_bytes"`
+	SHA256     string `json:"sha256"`
+	// Status is ExportStatusReady or ExportStatusNotFound.
+	Status string `json:"status"`
+	// StatusReason is nil while ready, else ExportReasonFileMissing or
+	// ExportReasonExpired.
+	StatusReason *string `json:"status_reason"`
+	// MissingAt is when the Store found the file gone (or removed it).
+	MissingAt *Timestamp `json:"missing_at"`
+	CreatedAt Timestamp  `json:"created_at"`
+	// ExpiresAt is CreatedAt + Options.ExportTTL; the Store removes the file
+	// after it.
+	ExpiresAt Timestamp `json:"expires_at"`
+}
+
+// ExportQuery selects a page of export manifests.
+type ExportQuery struct {
+	// Status is "ready", "not_found", or "all" or empty for every manifest.
+	Status string
+	// Limit is the page size. Zero: 50; otherwise clamped to 1..500.
+	Limit int
+	// Offset is how many manifests to skip; it must not be negative.
+	Offset int
+}
+
+// ExportPage is a page of export manifests, newest first.
+type ExportPage struct {
+	Exports []Export `json:"exports"`
+	// Total counts the manifests matching the status, across all pages.
+	Total  int `json:"total"`
+	Limit  int `json:"limit"`
+	Offset int `json:"offset"`
+}
+
+const (
+	exportKind        = "table_export"
+	exportScope       = "project"
+	exportFormatCSV   = "csv"
+	exportContentType = "text/csv; charset=utf-8"
+	exportBackend     = "local"
+)
+
+// exportIDPattern is the form of every export id; an id from input reaches
+// the file system only after matching it.
+var exportIDPattern = regexp.MustCompile(`^exp_[a-z0-9]{1,64}$`)
+
+// CreateExport writes a table (by numeric id or name) to a CSV file in the
+// project's exports folder and records its manifest, which it returns.
+//
+// The rows are read in one read transaction, so the file is a consistent
+// snapshot while writes go on. The file is written under a temporary name,
+// synced and renamed into place, and the manifest is recorded only then:
+// no manifest ever describes a partial file, and a failure leaves no file.
+//
+// The CSV follows RFC 4180 except that records end in LF ("\n"): a header
+// of the column names, then every row in primary-key order. Fields that
+// hold a comma, a quote, CR or LF are quoted (quotes doubled) and otherwise
+// written byte for byte. NULL is an empty field, a REAL is written as Go's
+// strconv 'g' with the shortest exact digits, and a BLOB as standard
+// base64 (with padding).
+//
+// Errors: ErrInvalidExportFormat (format other than "" or "csv", any case),
+// ErrTableNotFound, ErrProjectNotFound, ErrPermissionDenied.
+func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (Export, error) {
+	var out Export
+	err := s.withProject(ctx, slug, OpCreateExport, func(p *project) error {
+		if format != "" && !strings.EqualFold(format, exportFormatCSV) {
+			return errorf(ErrInvalidExportFormat, "export format %.40q is not supported; use csv", format)
+		}
+		now := s.now()
+		id := "exp_" + strings.ToLower(rand.Text())
+		fileName := id + ".csv"
+		dir := filepath.Join(p.dir, exportsDirName)
+		file, err := writeExportFile(ctx, p, dir, fileName, table)
+		if err != nil {
+			return err
+		}
+		e := Export{
+			ID: id, Kind: exportKind, Scope: exportScope, Project: slug, Table: file.table,
+			Format: exportFormatCSV, DownloadName: file.table + "-" + now.Format("20060102T150405Z") + ".csv",
+			DownloadURL:    "/projects/" + slug + "/export/download/" + id,
+			StorageBackend: exportBackend, ContentType: exportContentType,
+			RowCount: file.rows, SizeBytes: file.size, SHA256: file.sha256, TableCount: new(int64(1)),
+			Status: ExportStatusReady, CreatedAt: Timestamp{now}, ExpiresAt: Timestamp{now.Add(s.opts.ExportTTL)},
+		}
+		err = p.write(ctx, func(c *conn) error {
+			return c.exec(`INSERT INTO _pd_exports (id, kind, scope, table_name, format, file_name, download_name, content_type,
+				row_count, table_count, size_bytes, sha256, status, created_at, expires_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				e.ID, e.Kind, e.Scope, e.Table, e.Format, fileName, e.DownloadName, e.ContentType,
+				e.RowCount, *e.TableCount, e.SizeBytes, e.SHA256, e.Status, e.CreatedAt.Time, e.ExpiresAt.Time)
+		})
+		if err != nil {
+			os.Remove(filepath.Join(dir, fileName))
+			return err
+		}
+		out = e
+		return nil
+	})
+	return out, err
+}
+
+// exportFile describes a written export file.
+type exportFile struct {
+	table string
+	rows  int64
+	size  int64
+	// sha256 is the file's digest in lower-case hex.
+	sha256 string
+}
+
+// writeExportFile writes the table as CSV to dir/name: to a temporary file
+// first, synced and renamed into place, the folder synced after. Size and
+// digest are counted while writing. On failure no file is left.
+func writeExportFile(ctx context.Context, p *project, dir, name, table string) (out exportFile, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return out, errors.Wrap(err, "create exports folder")
+	}
+	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	if err != nil {
+		return out, errors.Wrap(err, "create export file")
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	hash := sha256.New()
+	var size countingWriter
+	buf := bufio.NewWriterSize(io.MultiWriter(f, hash, &size), 64<<10)
+	w := csv.NewWriter(buf) // uses buf itself: it is a large enough *bufio.Writer
+
+	// The registry is loaded inside the transaction, so the columns are
+	// those of the snapshot the rows come from.
+	err = p.readTx(ctx, func(c *conn) error {
+		sc, err := loadSchema(c)
+		if err != nil {
+			return err
+		}
+		t, err := sc.lookupTable(table)
+		if err != nil {
+			return err
+		}
+		out.table = t.Name
+		quoted := make([]string, len(t.columns))
+		record := make([]string, len(t.columns))
+		for i, col := range t.columns {
+			quoted[i], record[i] = col.quoted, col.Name
+		}
+		if err := w.Write(record); err != nil {
+			return err
+		}
+		sql := `SELECT ` + strings.Join(quoted, ", ") + ` FROM ` + t.quoted + ` ORDER BY ` + t.pk.quoted
+		return c.query(sql, nil, func(st *sqlite3.Stmt) error {
+			for i := range record {
+				record[i] = csvField(columnValue(st, i))
+			}
+			out.rows++
+			return w.Write(record)
+		})
+	})
+	if err != nil {
+		return out, dbError(ctx, err)
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return out, errors.Wrap(err, "write export file")
+	}
+	if err := f.Sync(); err != nil {
+		return out, errors.Wrap(err, "sync export file")
+	}
+	if err := f.Close(); err != nil {
+		return out, errors.Wrap(err, "close export file")
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+		return out, errors.Wrap(err, "move export file into place")
+	}
+	if err := syncDir(dir); err != nil {
+		os.Remove(filepath.Join(dir, name))
+		return out, err
+	}
+	out.size, out.sha256 = int64(size), hex.EncodeToString(hash.Sum(nil))
+	return out, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter int64
+
+func (n *countingWriter) Write(b []byte) (int, error) {
+	*n += countingWriter(len(b))
+	return len(b), nil
+}
+
+// csvField renders a value read by columnValue as a CSV field.
+func csvField(v any) string {
+	switch v := v.(type) {
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return v
+	case []byte:
+		return base64.StdEncoding.EncodeToString(v)
+	}
+	return "" // NULL
+}
+
+// exportColumns are the manifest columns scanExport reads, file_name last.
+const exportColumns = `id, kind, scope, table_name, format, download_name, content_type, row_count, table_count,
+	size_bytes, sha256, status, status_reason, missing_at, created_at, expires_at, file_name`
+
+// scanExport reads a manifest selected with exportColumns, and its file's
+// name.
+func scanExport(st *sqlite3.Stmt, slug string) (Export, string) {
+	e := Export{
+		ID: st.ColumnText(0), Kind: st.ColumnText(1), Scope: st.ColumnText(2), Project: slug,
+		Table: st.ColumnText(3), Format: st.ColumnText(4), DownloadName: st.ColumnText(5),
+		StorageBackend: exportBackend, ContentType: st.ColumnText(6), RowCount: st.ColumnInt64(7),
+		SizeBytes: st.ColumnInt64(9), SHA256: st.ColumnText(10), Status: st.ColumnText(11),
+		MissingAt: columnTime(st, 13), CreatedAt: timeOrZero(st, 14), ExpiresAt: timeOrZero(st, 15),
+	}
+	e.DownloadURL = "/projects/" + slug + "/export/download/" + e.ID
+	if st.ColumnType(8) != sqlite3.NULL {
+		e.TableCount = new(st.ColumnInt64(8))
+	}
+	if st.ColumnType(12) != sqlite3.NULL {
+		e.StatusReason = new(st.ColumnText(12))
+	}
+	return e, st.ColumnText(16)
+}
+
+// exportPath is the path of a manifest's file, or "" when the stored name
+// is not a plain file name inside the exports folder.
+func (p *project) exportPath(fileName string) string {
+	if fileName == "" || filepath.Base(fileName) != fileName || !filepath.IsLocal(fileName) {
+		return ""
+	}
+	return filepath.Join(p.dir, exportsDirName, fileName)
+}
+
+// exportGone tells whether a ready manifest's file is gone, and why: it
+// removes the file of an expired manifest, and stats the file of the others
+// (one stat, no read). It returns "" when the file is in place.
+func (p *project) exportGone(fileName string, expiresAt, now time.Time) (string, error) {
+	path := p.exportPath(fileName)
+	if !now.Before(expiresAt) {
+		if path != "" {
+			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+				return "", errors.Wrap(err, "remove expired export file")
+			}
+		}
+		return ExportReasonExpired, nil
+	}
+	if path == "" {
+		return ExportReasonFileMissing, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		if os.IsNotExist(err) {
+			return ExportReasonFileMissing, nil
+		}
+		return "", errors.Wrap(err, "stat export file")
+	}
+	return "", nil
+}
+
+// markExportsNotFound records manifests (id → reason) as not_found, with
+// missing_at now. A manifest no longer ready is left as it is.
+func (p *project) markExportsNotFound(ctx context.Context, gone map[string]string, now time.Time) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	return p.write(ctx, func(c *conn) error {
+		for id, reason := range gone {
+			if err := c.exec(`UPDATE _pd_exports SET status = ?, status_reason = ?, missing_at = ? WHERE id = ? AND status = ?`,
+				ExportStatusNotFound, reason, now, id, ExportStatusReady); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// reconcileExports brings the manifests in line with the disk: a ready
+// manifest past expires_at has its file removed, and it or one whose file
+// is gone becomes not_found. When nothing changed it costs one read and one
+// stat per ready manifest, and writes nothing.
+func (s *Store) reconcileExports(ctx context.Context, p *project) error {
+	type ready struct {
+		id, fileName string
+		expiresAt    time.Time
+	}
+	var list []ready
+	err := p.read(ctx, func(c *conn) error {
+		return c.query(`SELECT id, file_name, expires_at FROM _pd_exports WHERE status = ?`, []any{ExportStatusReady}, func(st *sqlite3.Stmt) error {
+			list = append(list, ready{st.ColumnText(0), st.ColumnText(1), timeOrZero(st, 2).Time})
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	gone := map[string]string{}
+	for _, r := range list {
+		reason, err := p.exportGone(r.fileName, r.expiresAt, now)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			gone[r.id] = reason
+		}
+	}
+	return p.markExportsNotFound(ctx, gone, now)
+}
+
+// ListExports returns a page of the project's export manifests, newest
+// first, after reconciling them with the disk (see Export.Status).
+//
+// Errors: ErrInvalidExportStatus (a status other than "", "all", "ready",
+// "not_found"), ErrInvalidRequest (a negative offset), ErrProjectNotFound,
+// ErrPermissionDenied. Limit is clamped, never refused.
+func (s *Store) ListExports(ctx context.Context, slug string, q ExportQuery) (ExportPage, error) {
+	page := ExportPage{Exports: []Export{}, Limit: q.Limit, Offset: q.Offset}
+	err := s.withProject(ctx, slug, OpListExports, func(p *project) error {
+		where, args := "", []any{}
+		switch q.Status {
+		case "", "all":
+		case ExportStatusReady, ExportStatusNotFound:
+			where, args = ` WHERE status = ?`, []any{q.Status}
+		default:
+			return errorf(ErrInvalidExportStatus, "status %.40q must be ready, not_found or all", q.Status)
+		}
+		if q.Offset < 0 {
+			return errorf(ErrInvalidRequest, "offset must not be negative")
+		}
+		if page.Limit == 0 {
+			page.Limit = DefaultExportLimit
+		}
+		page.Limit = max(1, min(page.Limit, MaxExportLimit))
+		if err := s.reconcileExports(ctx, p); err != nil {
+			return err
+		}
+		return p.readTx(ctx, func(c *conn) error {
+			if _, err := c.queryRow(`SELECT count(*) FROM _pd_exports`+where, args, func(st *sqlite3.Stmt) error {
+				page.Total = st.ColumnInt(0)
+				return nil
+			}); err != nil {
+				return err
+			}
+			args = append(args, page.Limit, page.Offset)
+			return c.query(`SELECT `+exportColumns+` FROM _pd_exports`+where+` ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`, args, func(st *sqlite3.Stmt) error {
+				e, _ := scanExport(st, slug)
+				page.Exports = append(page.Exports, e)
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		return ExportPage{}, err
+	}
+	return page, nil
+}
+
+// DeleteNotFoundExports reconciles the manifests with the disk (as
+// ListExports does), then deletes every manifest whose status is not_found
+// and returns how many it deleted. Ready manifests stay.
+//
+// Errors: ErrProjectNotFound, ErrPermissionDenied.
+func (s *Store) DeleteNotFoundExports(ctx context.Context, slug string) (int, error) {
+	var n int
+	err := s.withProject(ctx, slug, OpDeleteNotFoundExports, func(p *project) error {
+		if err := s.reconcileExports(ctx, p); err != nil {
+			return err
+		}
+		return p.write(ctx, func(c *conn) error {
+			if err := c.exec(`DELETE FROM _pd_exports WHERE status = ?`, ExportStatusNotFound); err != nil {
+				return err
+			}
+			n = int(c.db.Changes())
+			return nil
+		})
+	})
+	return n, err
+}
+
+// OpenExport opens a ready export's file for download and returns its
+// manifest; the caller closes the file. The id is checked against the form
+// ^exp_[a-z0-9]+$ before it reaches the file system. A manifest whose file
+// turns out expired or gone is marked not_found on the way.
+//
+// Errors: ErrExportNotFound (a malformed or unknown id, a manifest that is
+// not ready, expired, or whose file is gone), ErrProjectNotFound,
+// ErrPermissionDenied.
+func (s *Store) OpenExport(ctx context.Context, slug, id string) (Export, *os.File, error) {
+	var (
+		e Export
+		f *os.File
+	)
+	err := s.withProject(ctx, slug, OpDownloadExport, func(p *project) error {
+		notFound := errorf(ErrExportNotFound, "export %.80q does not exist or its file is no longer available", id)
+		if !exportIDPattern.MatchString(id) {
+			return notFound
+		}
+		var fileName string
+		found := false
+		err := p.read(ctx, func(c *conn) (err error) {
+			found, err = c.queryRow(`SELECT `+exportColumns+` FROM _pd_exports WHERE id = ?`, []any{id}, func(st *sqlite3.Stmt) error {
+				e, fileName = scanExport(st, slug)
+				return nil
+			})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if !found || e.Status != ExportStatusReady {
+			return notFound
+		}
+		now := s.now()
+		reason, err := p.exportGone(fileName, e.ExpiresAt.Time, now)
+		if err == nil && reason == "" {
+			f, err = os.Open(p.exportPath(fileName))
+			if os.IsNotExist(err) {
+				reason, err = ExportReasonFileMissing, nil
+			}
+		}
+		if err != nil {
+			return errors.Wrap(err, "open export file")
+		}
+		if reason != "" {
+			if err := p.markExportsNotFound(ctx, map[string]string{id: reason}, now); err != nil {
+				return err
+			}
+			return notFound
+		}
+		return nil
+	})
+	if err != nil {
+		return Export{}, nil, err
+	}
+	return e, f, nil
+}
