@@ -167,11 +167,38 @@ func randomHex(n int) string {
 // its context and returns the success status and data, or an error.
 type endpoint func(r *http.Request, ps httprouter.Params) (status int, data any, err error)
 
-// handle registers a route that needs a token allowed to do op. The checks
-// run in the contract's order: route (the router), project, token, role,
-// operation headers, then the endpoint (body, operation).
+// streamEndpoint is a route's handler that writes its own response body (a
+// file), or returns an error before writing anything.
+type streamEndpoint func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error
+
+// handle registers a route that needs a token allowed to do op and answers
+// with the envelope.
 func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpoint) {
-	h.router.Handle(method, path, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	h.router.Handle(method, path, h.guard(op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
+		status, data, err := fn(r, ps)
+		if err != nil {
+			h.writeError(w, r, x, err)
+			return
+		}
+		h.writeData(w, x, status, data)
+	}))
+}
+
+// handleStream registers a route that needs a token allowed to do op and
+// writes its own body; its errors still answer with the envelope.
+func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn streamEndpoint) {
+	h.router.Handle(method, path, h.guard(op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
+		if err := fn(w, r, ps); err != nil {
+			h.writeError(w, r, x, err)
+		}
+	}))
+}
+
+// guard runs the checks every route shares, in the contract's order: route
+// (the router did it), project, token, role, operation headers; then serve
+// handles the body and the operation, with the caller in the context.
+func (h *Handler) guard(op projectdata.Operation, serve func(http.ResponseWriter, *http.Request, httprouter.Params, *exchange)) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		x := newExchange(w, r, h)
 		ctx, err := h.authenticate(r.Context(), w, ps.ByName("project"), r.Header.Get("Authorization"), op)
 		if err == nil {
@@ -181,16 +208,8 @@ func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpo
 			h.writeError(w, r, x, err)
 			return
 		}
-		status, data, err := fn(r.WithContext(ctx), ps)
-		if err != nil {
-			h.writeError(w, r, x, err)
-			return
-		}
-		if status == 0 {
-			return // the endpoint wrote the response itself
-		}
-		h.writeData(w, x, status, data)
-	})
+		serve(w, r.WithContext(ctx), ps, x)
+	}
 }
 
 // authenticate checks the project, the bearer token and its role, and

@@ -559,3 +559,83 @@ func TestRecordRoutes(t *testing.T) {
 		b.must(b.do("POST", "/projects/acme/records/t", admin, `[{},{},{}]`), 201, "")
 	})
 }
+
+func TestIndexRoutes(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"t","columns":[{"column_name":"a"},{"column_name":"b","is_unique":true}]}`), 201, "")
+	res := a.must(a.do("POST", "/projects/acme/indexes/t", a.admin, `{"columns":["a","b"]}`), 201, "")
+	idx := res.data()["index"].(map[string]any)
+	is.Equal(idx["name"], "idx_t_a_b")
+	is.Equal(idx["origin"], "c")
+	is.Equal(idx["managed"], true)
+	is.Equal(idx["partial"], false)
+	is.Equal(idx["unique"], false)
+	is.Equal(idx["columns"], []any{"a", "b"})
+	is.True(strings.HasPrefix(idx["sql"].(string), "CREATE INDEX"))
+	a.must(a.do("POST", "/projects/acme/indexes/t", a.admin, `{"columns":["a"],"index_name":"idx_t_a_b"}`), 409, "index_exists")
+	a.must(a.do("POST", "/projects/acme/indexes/t", a.admin, `{"columns":["a"],"index_name":"t"}`), 409, "index_exists")
+	a.must(a.do("POST", "/projects/acme/indexes/t", a.admin, `{"columns":["zz"]}`), 404, "column_not_found")
+	a.must(a.do("POST", "/projects/acme/indexes/t", a.admin, `{"columns":[]}`), 400, "invalid_request")
+	a.must(a.do("POST", "/projects/acme/indexes/t", a.write, `{"columns":["a"]}`), 403, "permission_denied")
+	res = a.must(a.do("GET", "/projects/acme/indexes/t", a.read, ""), 200, "")
+	is.Equal(len(res.data()["indexes"].([]any)), 1) // the autoindex of b is not managed
+	a.must(a.do("DELETE", "/projects/acme/indexes/t/sqlite_autoindex_t_1", a.admin, ""), 409, "index_not_managed")
+	a.must(a.do("DELETE", "/projects/acme/indexes/t/nope", a.admin, ""), 404, "index_not_found")
+	res = a.must(a.do("DELETE", "/projects/acme/indexes/t/idx_t_a_b", a.admin, ""), 200, "")
+	is.Equal(res.data()["deleted"], true)
+	is.Equal(res.data()["index_name"], "idx_t_a_b")
+	a.must(a.do("GET", "/projects/acme/indexes/nope", a.read, ""), 404, "table_not_found")
+}
+
+func TestExportRoutes(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"t","columns":[{"column_name":"name"}]}`), 201, "")
+	a.must(a.do("POST", "/projects/acme/records/t", a.write, `[{"name":"a,b"},{"name":"say \"hi\""},{}]`), 201, "")
+
+	a.must(a.do("POST", "/projects/acme/exports", a.read, `{"table":"t","format":"csv"}`), 403, "permission_denied")
+	a.must(a.do("POST", "/projects/acme/exports", a.write, `{"table":"t","format":"xlsx"}`), 400, "invalid_export_format")
+	a.must(a.do("POST", "/projects/acme/exports", a.write, `{"table":"nope","format":"csv"}`), 404, "table_not_found")
+	res := a.must(a.do("POST", "/projects/acme/exports", a.write, `{"table":"t","format":"csv"}`), 201, "")
+	exp := res.data()["export"].(map[string]any)
+	id := exp["id"].(string)
+	is.True(strings.HasPrefix(id, "exp_"))
+	is.Equal(exp["status"], "ready")
+	is.Equal(exp["row_count"], json.Number("3"))
+	is.Equal(exp["download_url"], "/projects/acme/export/download/"+id)
+	for _, k := range []string{"kind", "scope", "project", "table", "format", "download_name", "storage_backend", "content_type", "table_count", "size_bytes", "sha256", "status_reason", "missing_at", "created_at", "expires_at"} {
+		_, ok := exp[k]
+		is.True(ok)
+	}
+
+	dl := a.do("GET", exp["download_url"].(string), a.read, "")
+	is.Equal(dl.Status, 200)
+	is.Equal(dl.Header.Get("Content-Type"), "text/csv; charset=utf-8")
+	is.True(strings.HasPrefix(dl.Header.Get("Content-Disposition"), "attachment; filename="))
+	is.Equal(dl.Header.Get("ETag"), `"`+exp["sha256"].(string)+`"`)
+	is.Equal(dl.Header.Get("Content-Length"), string(exp["size_bytes"].(json.Number)))
+	is.Equal(string(dl.Body), "id,name\n1,\"a,b\"\n2,\"say \"\"hi\"\"\"\n3,\n")
+	a.must(a.do("GET", "/projects/acme/export/download/exp_nope", a.read, ""), 404, "export_not_found")
+	a.must(a.do("GET", "/projects/acme/export/download/exp_%2e%2e", a.read, ""), 404, "export_not_found")
+	a.must(a.do("GET", "/projects/acme/export/download/..%2fproject.db", a.read, ""), 404, "route_not_found")
+	a.must(a.do("GET", exp["download_url"].(string), "", ""), 401, "invalid_token")
+
+	res = a.must(a.do("GET", "/projects/acme/exports", a.read, ""), 200, "")
+	d := res.data()
+	is.Equal(d["total"], json.Number("1"))
+	is.Equal(d["limit"], json.Number("50"))
+	is.Equal(d["offset"], json.Number("0"))
+	a.must(a.do("GET", "/projects/acme/exports?status=gone", a.read, ""), 400, "invalid_export_status")
+	a.must(a.do("GET", "/projects/acme/exports?status=", a.read, ""), 400, "invalid_export_status")
+	a.must(a.do("GET", "/projects/acme/exports?limit=x", a.read, ""), 400, "invalid_request")
+	res = a.must(a.do("GET", "/projects/acme/exports?status=not_found", a.read, ""), 200, "")
+	is.Equal(res.data()["total"], json.Number("0"))
+
+	a.must(a.do("DELETE", "/projects/acme/exports/not-found", a.write, ""), 403, "permission_denied")
+	res = a.must(a.do("DELETE", "/projects/acme/exports/not-found", a.admin, ""), 200, "")
+	is.Equal(res.data()["deleted_count"], json.Number("0"))
+	is.Equal(res.data()["scope"], "project")
+	is.Equal(res.data()["status"], "not_found")
+	is.Equal(res.data()["project"], "acme")
+}

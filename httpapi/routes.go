@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -39,6 +41,15 @@ func (h *Handler) routes() {
 	h.handle(http.MethodDelete, p+"/records/:table", pd.OpDeleteRecords, h.deleteRecords)
 
 	h.handle(http.MethodPost, p+"/query", pd.OpQuery, h.query)
+
+	h.handle(http.MethodGet, p+"/indexes/:table", pd.OpListIndexes, h.listIndexes)
+	h.handle(http.MethodPost, p+"/indexes/:table", pd.OpCreateIndex, h.createIndex)
+	h.handle(http.MethodDelete, p+"/indexes/:table/:index", pd.OpDropIndex, h.dropIndex)
+
+	h.handle(http.MethodGet, p+"/exports", pd.OpListExports, h.listExports)
+	h.handle(http.MethodPost, p+"/exports", pd.OpCreateExport, h.createExport)
+	h.handle(http.MethodDelete, p+"/exports/not-found", pd.OpDeleteNotFoundExports, h.deleteNotFoundExports)
+	h.handleStream(http.MethodGet, p+"/export/download/:export", pd.OpDownloadExport, h.downloadExport)
 }
 
 func (h *Handler) getProject(r *http.Request, ps httprouter.Params) (int, any, error) {
@@ -213,23 +224,28 @@ func (h *Handler) insertRecords(r *http.Request, ps httprouter.Params) (int, any
 func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
 	q := r.URL.Query()
 	opts := pd.ListOptions{Order: q.Get("order")}
-	for _, p := range []struct {
-		name string
-		dst  *int
-	}{{"limit", &opts.Limit}, {"offset", &opts.Offset}} {
-		if v := q.Get(p.name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return 0, nil, errorf(pd.ErrInvalidRequest, "%s must be an integer", p.name)
-			}
-			*p.dst = n
-		}
+	if err := queryInts(q, map[string]*int{"limit": &opts.Limit, "offset": &opts.Offset}); err != nil {
+		return 0, nil, err
 	}
 	if q.Has("limit") && opts.Limit < 1 {
 		opts.Limit = 1 // the Store reads zero as "the default"; over HTTP it is a limit below 1
 	}
 	res, err := h.store.ListRecords(r.Context(), ps.ByName("project"), ps.ByName("table"), opts)
 	return http.StatusOK, res, err
+}
+
+// queryInts parses the named integer query parameters that are present.
+func queryInts(q url.Values, dst map[string]*int) error {
+	for name, p := range dst {
+		if v := q.Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return errorf(pd.ErrInvalidRequest, "%s must be an integer", name)
+			}
+			*p = n
+		}
+	}
+	return nil
 }
 
 func (h *Handler) getRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
@@ -258,4 +274,79 @@ func (h *Handler) deleteRecords(r *http.Request, ps httprouter.Params) (int, any
 	}
 	res, err := h.store.DeleteRecords(r.Context(), ps.ByName("project"), ps.ByName("table"), del)
 	return http.StatusOK, res, err
+}
+
+func (h *Handler) listIndexes(r *http.Request, ps httprouter.Params) (int, any, error) {
+	table, idx, err := h.store.ListIndexes(r.Context(), ps.ByName("project"), ps.ByName("table"))
+	return http.StatusOK, map[string]any{"table": table, "indexes": idx}, err
+}
+
+func (h *Handler) createIndex(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var req pd.IndexRequest
+	if _, err := h.decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	idx, err := h.store.CreateIndex(r.Context(), ps.ByName("project"), ps.ByName("table"), req)
+	return http.StatusCreated, map[string]any{"index": idx}, err
+}
+
+func (h *Handler) dropIndex(r *http.Request, ps httprouter.Params) (int, any, error) {
+	name, err := h.store.DropIndex(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("index"))
+	return http.StatusOK, map[string]any{"deleted": true, "index_name": name}, err
+}
+
+func (h *Handler) listExports(r *http.Request, ps httprouter.Params) (int, any, error) {
+	q := r.URL.Query()
+	eq := pd.ExportQuery{Status: q.Get("status")}
+	if q.Has("status") && eq.Status == "" {
+		return 0, nil, errorf(pd.ErrInvalidExportStatus, "status must be ready, not_found or all")
+	}
+	if err := queryInts(q, map[string]*int{"limit": &eq.Limit, "offset": &eq.Offset}); err != nil {
+		return 0, nil, err
+	}
+	if q.Has("limit") && eq.Limit < 1 {
+		eq.Limit = 1 // the Store reads zero as "the default"; over HTTP it is a limit below 1
+	}
+	page, err := h.store.ListExports(r.Context(), ps.ByName("project"), eq)
+	return http.StatusOK, page, err
+}
+
+func (h *Handler) createExport(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var body struct {
+		Table  string `json:"table"`
+		Format string `json:"format"`
+	}
+	if _, err := h.decodeBody(r, &body); err != nil {
+		return 0, nil, err
+	}
+	exp, err := h.store.CreateExport(r.Context(), ps.ByName("project"), body.Table, body.Format)
+	return http.StatusCreated, map[string]any{"export": exp}, err
+}
+
+func (h *Handler) deleteNotFoundExports(r *http.Request, ps httprouter.Params) (int, any, error) {
+	n, err := h.store.DeleteNotFoundExports(r.Context(), ps.ByName("project"))
+	return http.StatusOK, map[string]any{
+		"deleted_count": n,
+		"project":       ps.ByName("project"),
+		"scope":         "project",
+		"status":        pd.ExportStatusNotFound,
+	}, err
+}
+
+// downloadExport streams the export's file itself, not an envelope: its
+// manifest gives the type, name and length, and its sha256 is the ETag.
+func (h *Handler) downloadExport(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	exp, f, err := h.store.OpenExport(r.Context(), ps.ByName("project"), ps.ByName("export"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", exp.ContentType)
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": exp.DownloadName}))
+	w.Header().Set("ETag", `"`+exp.SHA256+`"`)
+	w.Header().Set("Cache-Control", "private, no-cache")
+	// ServeContent sets Content-Length and answers conditional and range
+	// requests against the ETag.
+	http.ServeContent(w, r, "", exp.CreatedAt.Time, f)
+	return nil
 }
