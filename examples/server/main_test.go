@@ -3,18 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
 
 	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/httpapi"
 )
 
 var tokenLine = regexp.MustCompile(`^pat_[a-z2-7]{52}\n$`)
@@ -136,4 +140,65 @@ func TestSlowAndGreedyClients(t *testing.T) {
 		res.Body.Close()
 		is.Equal(string(b), "ok")
 	})
+}
+
+func TestShutdownUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	store, err := projectdata.Open(dir, nil)
+	is.NoErr(err)
+	_, admin, err := store.CreateProject(context.Background(), "acme", "")
+	is.NoErr(err)
+	_, _, err = store.CreateTable(context.Background(), "acme", projectdata.TableDef{Name: "t", Columns: []projectdata.ColumnDef{{Name: "v"}}})
+	is.NoErr(err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	go func() {
+		served <- runServer(ctx, ln, httpapi.New(store, nil), logger, defaultLimits)
+		store.Close() // as serve does, once the requests are drained
+	}()
+
+	var acked atomic.Int64
+	var cut atomic.Int64
+	var wg sync.WaitGroup
+	body := `[` + strings.Repeat(`{"v":"x"},`, 49) + `{"v":"x"}]`
+	for range 6 {
+		wg.Go(func() {
+			client := &http.Client{Timeout: 10 * time.Second}
+			for {
+				req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/projects/acme/records/t", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+admin.Token)
+				req.Header.Set("Content-Type", "application/json")
+				res, err := client.Do(req)
+				if err != nil {
+					return // the server has stopped accepting
+				}
+				b, err := io.ReadAll(res.Body)
+				res.Body.Close()
+				if err != nil || !json.Valid(b) {
+					cut.Add(1) // a response cut mid-body
+					return
+				}
+				if res.StatusCode == http.StatusCreated {
+					acked.Add(50)
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	cancel() // SIGTERM
+	wg.Wait()
+	is.NoErr(<-served)
+	is.Equal(cut.Load(), int64(0))
+	is.True(acked.Load() > 0)
+
+	reopened, err := projectdata.Open(dir, nil)
+	is.NoErr(err)
+	defer reopened.Close()
+	res, err := reopened.Query(context.Background(), "acme", projectdata.QueryRequest{SQL: `SELECT count(*) AS n FROM t`})
+	is.NoErr(err)
+	is.Equal(res.Rows[0]["n"], acked.Load())
 }
