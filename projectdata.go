@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -53,7 +52,7 @@ func (o *Options) withDefaults() Options {
 		r.Now = time.Now
 	}
 	if r.Logger == nil {
-		r.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		r.Logger = slog.New(slog.DiscardHandler)
 	}
 	if r.MaxOpenProjects <= 0 {
 		r.MaxOpenProjects = 64
