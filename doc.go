@@ -32,6 +32,22 @@ write or admin) against the one table of operations and roles. Without a
 caller in the context, an operation is the embedding application's own and
 is trusted.
 
+# Rows
+
+Insert checks every value against its column's type before anything is
+written, and a multi-row insert is atomic. GetRecord and DeleteRecord
+address a row by its primary key; UpdateRecords and DeleteRecords take a
+where clause (values always bound), and need AllowAll — an administrator's
+— to touch every row. Numbers keep full int64 precision, JSON included.
+
+# Exports
+
+CreateExport writes a table as CSV under the project's exports/ folder,
+from one consistent snapshot, atomically (temporary file, fsync, rename),
+and records a manifest whose sha256, size and row count describe the file
+exactly. ListExports reconciles manifests with the disk; OpenExport opens a
+ready file for download.
+
 # Queries
 
 Query runs one read-only SELECT, WITH … SELECT or EXPLAIN QUERY PLAN

@@ -3,6 +3,7 @@ package projectdata_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
 	"os"
 
@@ -109,4 +110,35 @@ func ExampleWithCaller() {
 	_, err = store.RenameProject(projectdata.WithCaller(ctx, caller), "acme", "New name")
 	fmt.Println(projectdata.ErrorCode(err))
 	// Output: permission_denied
+}
+
+func ExampleStore_CreateExport() {
+	store, done := exampleOrders()
+	defer done()
+	ctx := context.Background()
+
+	_, err := store.Insert(ctx, "acme", "orders", []projectdata.Row{
+		{"item": "apple", "qty": 3},
+		{"item": "fig, dried", "qty": 12},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	exp, err := store.CreateExport(ctx, "acme", "orders", "csv")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(exp.Status, exp.RowCount, exp.DownloadURL == "/projects/acme/export/download/"+exp.ID)
+
+	_, f, err := store.OpenExport(ctx, "acme", exp.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	io.Copy(os.Stdout, f)
+	// Output:
+	// ready 2 true
+	// id,item,qty
+	// 1,apple,3
+	// 2,"fig, dried",12
 }
