@@ -72,6 +72,7 @@ func (p *project) open() error {
 	p.wsem = make(chan struct{}, 1)
 	p.rsem = make(chan struct{}, p.store.opts.MaxReadersPerProject)
 	p.lastUsed = make(map[int64]time.Time)
+	p.sweepExports()
 	return nil
 }
 

@@ -503,3 +503,41 @@ func (s *Store) OpenExport(ctx context.Context, slug, id string) (Export, *os.Fi
 	}
 	return e, f, nil
 }
+
+// orphanAge is how old a file in exports/ without a manifest must be before
+// it is removed: younger ones may belong to an export still being written.
+const orphanAge = time.Hour
+
+// sweepExports removes what a crash can leave in the exports folder:
+// temporary files, and finished files whose manifest was never recorded.
+// It runs when a project opens; failures are logged, not returned.
+func (p *project) sweepExports() {
+	dir := filepath.Join(p.dir, exportsDirName)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	known := map[string]bool{}
+	err = p.writer.query(`SELECT file_name FROM _pd_exports`, nil, func(st *sqlite3.Stmt) error {
+		known[st.ColumnText(0)] = true
+		return nil
+	})
+	if err != nil {
+		p.store.opts.Logger.Warn("sweep exports", "project", p.slug, "err", err)
+		return
+	}
+	cutoff := time.Now().Add(-orphanAge) // file times are real, whatever Options.Now says
+	for _, e := range entries {
+		name := e.Name()
+		if known[name] || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || info.ModTime().After(cutoff) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			p.store.opts.Logger.Warn("sweep exports", "project", p.slug, "file", name, "err", err)
+		}
+	}
+}

@@ -578,3 +578,45 @@ func TestExportIsConsistentSnapshot(t *testing.T) {
 	is.True(n <= after)  // and none that was not yet committed when it ended
 	t.Logf("exported %d rows; the writer committed %d rows during the export", n, after-before)
 }
+
+func TestOpeningAProjectSweepsCrashLeftovers(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.Open(t, nil)
+	_, _, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "t"})
+	is.NoErr(err)
+	exp, err := s.CreateExport(ctx, "acme", "t", "csv")
+	is.NoErr(err)
+	is.NoErr(s.Close())
+
+	exports := filepath.Join(dir, "acme", "exports")
+	old := time.Now().Add(-2 * time.Hour)
+	files := map[string]bool{ // name → kept
+		exp.ID + ".csv":          true,  // has a manifest, however old
+		".exp_abc.csv.123.tmp":   false, // a stale temporary file
+		"exp_orphan.csv":         false, // finished, manifest never recorded
+		".exp_fresh.csv.456.tmp": true,  // may be an export under way
+	}
+	for name, kept := range files {
+		path := filepath.Join(exports, name)
+		if name != exp.ID+".csv" {
+			is.NoErr(os.WriteFile(path, []byte("x"), 0o644))
+		}
+		if !kept || name == exp.ID+".csv" {
+			is.NoErr(os.Chtimes(path, old, old))
+		}
+	}
+	s2, err := projectdata.Open(dir, nil)
+	is.NoErr(err)
+	defer s2.Close()
+	_, _, err = s2.GetProject(ctx, "acme") // opens the project
+	is.NoErr(err)
+	for name, kept := range files {
+		_, err := os.Stat(filepath.Join(exports, name))
+		is.Equal(err == nil, kept) // kept or swept as expected
+	}
+	_, f, err := s2.OpenExport(ctx, "acme", exp.ID)
+	is.NoErr(err)
+	f.Close()
+}
