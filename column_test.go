@@ -1,7 +1,6 @@
 package projectdata_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -110,7 +109,7 @@ func TestAddColumn(t *testing.T) {
 	})
 	t.Run("ReadRoleIsDenied", func(t *testing.T) {
 		r, _ := newPeople(t, nil)
-		_, err := r.s.AddColumn(readerContext(t, r.s), "acme", "people", projectdata.ColumnDef{Name: "x"})
+		_, err := r.s.AddColumn(pdtest.As(t, r.s, projectdata.RoleRead), "acme", "people", projectdata.ColumnDef{Name: "x"})
 		pdtest.Code(t, err, projectdata.ErrPermissionDenied)
 	})
 }
@@ -307,7 +306,7 @@ func TestUpdateColumn(t *testing.T) {
 	})
 	t.Run("ReadRoleIsDenied", func(t *testing.T) {
 		r, _ := newPeople(t, nil)
-		_, err := r.s.UpdateColumn(readerContext(t, r.s), "acme", "people", "name", projectdata.ColumnUpdate{Name: projectdata.SetTo("x")})
+		_, err := r.s.UpdateColumn(pdtest.As(t, r.s, projectdata.RoleRead), "acme", "people", "name", projectdata.ColumnUpdate{Name: projectdata.SetTo("x")})
 		pdtest.Code(t, err, projectdata.ErrPermissionDenied)
 	})
 }
@@ -417,20 +416,6 @@ func TestColumnUpdateJSON(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(got.DefaultValue, json.Number("9007199254740993"))
 	})
-}
-
-// readerContext returns a context carrying a read-role caller of "acme".
-func readerContext(t testing.TB, s *projectdata.Store) context.Context {
-	t.Helper()
-	tok, err := s.CreateToken(ctx, "acme", projectdata.NewToken{Role: projectdata.RoleRead})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.Authenticate(ctx, "acme", tok.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return projectdata.WithCaller(ctx, c)
 }
 
 // newItems is a project with table items of n rows of every type, NULLs

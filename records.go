@@ -477,6 +477,16 @@ func (t *tableInfo) key(id any) (any, error) {
 	return k, nil
 }
 
+// tableAndKey finds a table and converts a primary key value for it.
+func (p *project) tableAndKey(c *conn, table string, id any) (*tableInfo, any, error) {
+	t, err := p.tableFor(c, table)
+	if err != nil {
+		return nil, nil, err
+	}
+	k, err := t.key(id)
+	return t, k, err
+}
+
 // showID renders an id as given, for a message.
 func showID(id any) string {
 	switch id := id.(type) {
@@ -503,11 +513,7 @@ func (s *Store) GetRecord(ctx context.Context, slug, table string, id any) (Row,
 	var row Row
 	err := s.withProject(ctx, slug, OpGetRecord, func(p *project) error {
 		return p.read(ctx, func(c *conn) error {
-			t, err := p.tableFor(c, table)
-			if err != nil {
-				return err
-			}
-			k, err := t.key(id)
+			t, k, err := p.tableAndKey(c, table, id)
 			if err != nil {
 				return err
 			}
@@ -537,11 +543,7 @@ func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (D
 	var res DeleteResult
 	err := s.withProject(ctx, slug, OpDeleteRecord, func(p *project) error {
 		return p.write(ctx, func(c *conn) error {
-			t, err := p.tableFor(c, table)
-			if err != nil {
-				return err
-			}
-			k, err := t.key(id)
+			t, k, err := p.tableAndKey(c, table, id)
 			if err != nil {
 				return err
 			}

@@ -33,20 +33,6 @@ func where(t *testing.T, body string) projectdata.Where {
 	return w
 }
 
-// callerCtx returns a context carrying a new token of the role.
-func callerCtx(t *testing.T, s *projectdata.Store, role projectdata.Role) context.Context {
-	t.Helper()
-	tok, err := s.CreateToken(ctx, "acme", projectdata.NewToken{Role: role})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.Authenticate(ctx, "acme", tok.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return projectdata.WithCaller(ctx, c)
-}
-
 // createTable creates a table in project acme, failing the test on error.
 func createTable(t *testing.T, s *projectdata.Store, name string, cols ...projectdata.ColumnDef) {
 	t.Helper()
@@ -230,9 +216,9 @@ func TestInsert(t *testing.T) {
 	})
 	t.Run("NeedsWriteRole", func(t *testing.T) {
 		s := itemsStore(t, nil)
-		_, err := s.Insert(callerCtx(t, s, projectdata.RoleRead), "acme", "items", rows(t, `{"name":"a"}`))
+		_, err := s.Insert(pdtest.As(t, s, projectdata.RoleRead), "acme", "items", rows(t, `{"name":"a"}`))
 		pdtest.Code(t, err, projectdata.ErrPermissionDenied)
-		_, err = s.Insert(callerCtx(t, s, projectdata.RoleWrite), "acme", "items", rows(t, `{"name":"a"}`))
+		_, err = s.Insert(pdtest.As(t, s, projectdata.RoleWrite), "acme", "items", rows(t, `{"name":"a"}`))
 		is.New(t).NoErr(err)
 	})
 
@@ -366,7 +352,7 @@ func TestDeleteRecord(t *testing.T) {
 	})
 	t.Run("NeedsWriteRole", func(t *testing.T) {
 		s := itemsStore(t, nil)
-		_, err := s.DeleteRecord(callerCtx(t, s, projectdata.RoleRead), "acme", "items", 1)
+		_, err := s.DeleteRecord(pdtest.As(t, s, projectdata.RoleRead), "acme", "items", 1)
 		pdtest.Code(t, err, projectdata.ErrPermissionDenied)
 	})
 }
@@ -682,7 +668,7 @@ func TestBulkNeedsWhere(t *testing.T) {
 		t.Run(op.name+"AllowAllNeedsAdmin", func(t *testing.T) {
 			is := is.New(t)
 			s := peopleStore(t)
-			write := callerCtx(t, s, projectdata.RoleWrite)
+			write := pdtest.As(t, s, projectdata.RoleWrite)
 			_, err := op.run(s, write, nil, true)
 			pdtest.Code(t, err, projectdata.ErrPermissionDenied)
 			_, err = op.run(s, write, where(t, `{"id":1}`), true)
@@ -696,13 +682,13 @@ func TestBulkNeedsWhere(t *testing.T) {
 		t.Run(op.name+"AllowAllByAdminTakesEveryRow", func(t *testing.T) {
 			is := is.New(t)
 			s := peopleStore(t)
-			res, err := op.run(s, callerCtx(t, s, projectdata.RoleAdmin), nil, true)
+			res, err := op.run(s, pdtest.As(t, s, projectdata.RoleAdmin), nil, true)
 			is.NoErr(err)
 			is.Equal(res, projectdata.BulkResult{Table: "people", AffectedRows: 4})
 		})
 		t.Run(op.name+"NeedsWriteRole", func(t *testing.T) {
 			s := peopleStore(t)
-			_, err := op.run(s, callerCtx(t, s, projectdata.RoleRead), where(t, `{"id":1}`), false)
+			_, err := op.run(s, pdtest.As(t, s, projectdata.RoleRead), where(t, `{"id":1}`), false)
 			pdtest.Code(t, err, projectdata.ErrPermissionDenied)
 		})
 		t.Run(op.name+"UnknownTable", func(t *testing.T) {

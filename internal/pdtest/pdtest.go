@@ -109,3 +109,18 @@ func FileSum(t testing.TB, dir, slug string) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// As returns a context carrying a caller of project "acme" with a new
+// token of the role, so Store operations run with that role.
+func As(t testing.TB, s *projectdata.Store, role projectdata.Role) context.Context {
+	t.Helper()
+	tok, err := s.CreateToken(context.Background(), "acme", projectdata.NewToken{Role: role})
+	if err != nil {
+		t.Fatalf("create %s token: %v", role, err)
+	}
+	c, err := s.Authenticate(context.Background(), "acme", tok.Token)
+	if err != nil {
+		t.Fatalf("authenticate: %v", err)
+	}
+	return projectdata.WithCaller(context.Background(), c)
+}
