@@ -214,8 +214,15 @@ func (s *Store) RenameProject(ctx context.Context, slug, name string) (Project, 
 	return proj, err
 }
 
-// ListProjects lists the projects of the data folder, by slug.
+// ListProjects lists the projects of the data folder, by slug. It is the
+// embedding application's operation: a token belongs to one project, so a
+// context carrying a caller is refused.
+//
+// Errors: ErrPermissionDenied (a caller in ctx).
 func (s *Store) ListProjects(ctx context.Context) ([]Project, error) {
+	if _, ok := CallerFrom(ctx); ok {
+		return nil, errorf(ErrPermissionDenied, "listing projects is not an operation of a project token")
+	}
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, errors.Wrap(err, "read data folder")

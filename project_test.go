@@ -181,4 +181,11 @@ func TestListProjects(t *testing.T) {
 	is.Equal(len(ps), 3)
 	is.Equal(ps[0].Slug, "a")
 	is.Equal(ps[2].Slug, "c")
+
+	tok, err := s.CreateToken(ctx, "a", projectdata.NewToken{Role: projectdata.RoleAdmin})
+	is.NoErr(err)
+	c, err := s.Authenticate(ctx, "a", tok.Token)
+	is.NoErr(err)
+	_, err = s.ListProjects(projectdata.WithCaller(ctx, c))
+	pdtest.Code(t, err, projectdata.ErrPermissionDenied)
 }
