@@ -293,3 +293,36 @@ func TestDeleteTableRemovesItsIndexes(t *testing.T) {
 	_, err = s.CreateIndex(ctx, "acme", "orders", projectdata.IndexRequest{Columns: []string{"qty"}})
 	is.NoErr(err)
 }
+
+func TestManagedIndexSurvivesStoreRenameAndRebuild(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, nil)
+	_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "orders", Columns: []projectdata.ColumnDef{{Name: "qty", Type: "INTEGER"}, {Name: "note"}}})
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "orders", []projectdata.Row{{"qty": 1}, {"qty": 2, "note": "x"}})
+	is.NoErr(err)
+	_, err = s.CreateIndex(ctx, "acme", "orders", projectdata.IndexRequest{Columns: []string{"qty", "note"}, IndexName: "by_qty"})
+	is.NoErr(err)
+
+	_, err = s.UpdateColumn(ctx, "acme", "orders", "qty", projectdata.ColumnUpdate{Name: projectdata.SetTo("quantity")}) // ALTER TABLE RENAME COLUMN
+	is.NoErr(err)
+	_, err = s.UpdateColumn(ctx, "acme", "orders", "note", projectdata.ColumnUpdate{Default: projectdata.SetTo[any]("-")}) // rebuild
+	is.NoErr(err)
+	_, err = s.AddColumn(ctx, "acme", "orders", projectdata.ColumnDef{Name: "code", Unique: true}) // rebuild
+	is.NoErr(err)
+
+	_, idx, err := s.ListIndexes(ctx, "acme", "orders")
+	is.NoErr(err)
+	is.Equal(len(idx), 1)
+	is.Equal(idx[0].Name, "by_qty")
+	is.Equal(idx[0].Columns, []string{"quantity", "note"})
+	res, err := s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `EXPLAIN QUERY PLAN SELECT * FROM orders WHERE quantity = 2`})
+	is.NoErr(err)
+	is.True(strings.Contains(res.Rows[0]["detail"].(string), "by_qty")) // still used
+	row, err := s.GetRecord(ctx, "acme", "orders", 2)
+	is.NoErr(err)
+	is.Equal(row["quantity"], int64(2))
+	is.Equal(row["note"], "x")
+	_, err = s.DropIndex(ctx, "acme", "orders", "by_qty")
+	is.NoErr(err)
+}
