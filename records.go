@@ -478,8 +478,8 @@ func (t *tableInfo) key(id any) (any, error) {
 }
 
 // tableAndKey finds a table and converts a primary key value for it.
-func (p *project) tableAndKey(c *conn, table string, id any) (*tableInfo, any, error) {
-	t, err := p.tableFor(c, table)
+func tableAndKey(sc *schema, table string, id any) (*tableInfo, any, error) {
+	t, err := sc.lookupTable(table)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -512,8 +512,8 @@ func showID(id any) string {
 func (s *Store) GetRecord(ctx context.Context, slug, table string, id any) (Row, error) {
 	var row Row
 	err := s.withProject(ctx, slug, OpGetRecord, func(p *project) error {
-		return p.read(ctx, func(c *conn) error {
-			t, k, err := p.tableAndKey(c, table, id)
+		return p.readSchema(ctx, func(c *conn, sc *schema) error {
+			t, k, err := tableAndKey(sc, table, id)
 			if err != nil {
 				return err
 			}
@@ -543,7 +543,11 @@ func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (D
 	var res DeleteResult
 	err := s.withProject(ctx, slug, OpDeleteRecord, func(p *project) error {
 		return p.write(ctx, func(c *conn) error {
-			t, k, err := p.tableAndKey(c, table, id)
+			sc, err := p.schemaFor(c)
+			if err != nil {
+				return err
+			}
+			t, k, err := tableAndKey(sc, table, id)
 			if err != nil {
 				return err
 			}
@@ -587,8 +591,10 @@ func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOp
 	}
 	list := RecordList{Rows: []Row{}, Limit: opts.Limit, Offset: opts.Offset}
 	err := s.withProject(ctx, slug, OpListRecords, func(p *project) error {
-		return p.readTx(ctx, func(c *conn) error {
-			t, err := p.tableFor(c, table)
+		return p.readSchema(ctx, func(c *conn, sc *schema) (err error) {
+			tx := c.db.Begin() // the count and the page agree
+			defer tx.End(&err)
+			t, err := sc.lookupTable(table)
 			if err != nil {
 				return err
 			}

@@ -794,3 +794,28 @@ func TestListRecords(t *testing.T) {
 		pdtest.Code(t, err, projectdata.ErrTableNotFound)
 	})
 }
+
+func TestReadsRecoverFromASchemaChangedUnderTheCache(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.Open(t, nil)
+	_, _, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "orders", Columns: []projectdata.ColumnDef{{Name: "qty", Type: "INTEGER"}}})
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "orders", []projectdata.Row{{"qty": 7}})
+	is.NoErr(err)
+	_, err = s.GetRecord(ctx, "acme", "orders", 1) // the registry is cached
+	is.NoErr(err)
+
+	// A rename committed by someone else: the cached registry is stale.
+	raw := pdtest.Raw(t, dir, "acme")
+	pdtest.Exec(t, raw, `BEGIN; ALTER TABLE orders RENAME COLUMN qty TO quantity; UPDATE _pd_columns SET name = 'quantity' WHERE name = 'qty'; COMMIT`)
+
+	row, err := s.GetRecord(ctx, "acme", "orders", 1)
+	is.NoErr(err)
+	is.Equal(row["quantity"], int64(7))
+	pdtest.Exec(t, raw, `BEGIN; ALTER TABLE orders RENAME COLUMN quantity TO amount; UPDATE _pd_columns SET name = 'amount' WHERE name = 'quantity'; COMMIT`)
+	list, err := s.ListRecords(ctx, "acme", "orders", projectdata.ListOptions{})
+	is.NoErr(err)
+	is.Equal(list.Rows[0]["amount"], int64(7))
+}

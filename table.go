@@ -292,8 +292,20 @@ func (p *project) writeSchema(ctx context.Context, fn func(c *conn, sc *schema) 
 	})
 }
 
-// readSchema runs fn on a reader with the project's registry.
+// readSchema runs fn on a reader with the project's registry. A schema
+// change committed after the cached registry was taken makes fn's
+// statements fail with SQLite's ERROR or SCHEMA code (our own SQL has no
+// other reason to); then the registry is reloaded and fn runs once more.
 func (p *project) readSchema(ctx context.Context, fn func(c *conn, sc *schema) error) error {
+	err := p.readSchemaOnce(ctx, fn)
+	if errors.Is(err, sqlite3.ERROR) || errors.Is(err, sqlite3.SCHEMA) {
+		p.invalidateSchema()
+		err = p.readSchemaOnce(ctx, fn)
+	}
+	return err
+}
+
+func (p *project) readSchemaOnce(ctx context.Context, fn func(c *conn, sc *schema) error) error {
 	return p.read(ctx, func(c *conn) error {
 		sc, err := p.schemaFor(c)
 		if err != nil {
