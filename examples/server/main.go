@@ -56,10 +56,11 @@ func projectCreate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.SetOutput(stderr)
 	data := fs.String("data", defaultDataDir, "data folder")
 	name := fs.String("name", "", "display name (default: the slug)")
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(rest) != 1 {
 		return fmt.Errorf("usage: server project create [-data DIR] [-name NAME] SLUG")
 	}
 	store, err := projectdata.Open(*data, nil)
@@ -67,7 +68,7 @@ func projectCreate(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer store.Close()
-	_, tok, err := store.CreateProject(ctx, fs.Arg(0), *name)
+	_, tok, err := store.CreateProject(ctx, rest[0], *name)
 	if err != nil {
 		return err
 	}
@@ -81,10 +82,11 @@ func tokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	data := fs.String("data", defaultDataDir, "data folder")
 	role := fs.String("role", string(projectdata.RoleWrite), "role: admin, write or read")
 	name := fs.String("name", "", "token name")
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(rest) != 1 {
 		return fmt.Errorf("usage: server token create [-data DIR] [-role admin|write|read] [-name NAME] SLUG")
 	}
 	store, err := projectdata.Open(*data, nil)
@@ -92,10 +94,27 @@ func tokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer store.Close()
-	tok, err := store.CreateToken(ctx, fs.Arg(0), projectdata.NewToken{Name: *name, Role: projectdata.Role(*role)})
+	tok, err := store.CreateToken(ctx, rest[0], projectdata.NewToken{Name: *name, Role: projectdata.Role(*role)})
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(stdout, tok.Token)
 	return err
+}
+
+// parseInterspersed parses flags wherever they stand among the arguments
+// (flag stops at the first argument that is not one) and returns the
+// others, in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return rest, nil
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }

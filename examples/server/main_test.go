@@ -41,6 +41,17 @@ func TestProjectCreatePrintsOnlyTheToken(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(c.Role, projectdata.RoleRead)
 
+	out.Reset() // flags after the slug work too
+	is.NoErr(run(context.Background(), []string{"project", "create", "beta", "-data", dir, "-name", "Beta"}, &out, &errOut))
+	is.True(tokenLine.MatchString(out.String()))
+	is.NoErr(store.Close())
+	store, err = projectdata.Open(dir, nil)
+	is.NoErr(err)
+	defer store.Close()
+	p, _, err := store.GetProject(context.Background(), "beta")
+	is.NoErr(err)
+	is.Equal(p.Name, "Beta")
+
 	out.Reset()
 	err = run(context.Background(), []string{"project", "create", "-data", dir, "acme"}, &out, &errOut)
 	is.True(err != nil) // exists
