@@ -466,8 +466,17 @@ func TestColumnChangeRoutes(t *testing.T) {
 	a.must(a.do("PATCH", "/projects/acme/column/t/id", a.admin, `{"is_nullable":true}`), 400, "unsupported_column_change")
 	a.must(a.do("PATCH", "/projects/acme/column/t/memo", a.admin, `{"is_nullable":null}`), 400, "invalid_request")
 
-	_, err := a.store.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT 1"}) // store still fine
-	is.NoErr(err)
+	// Conflicts that depend on the data.
+	a.must(a.do("POST", "/projects/acme/records/t", a.write, `[{"n":1,"memo":"a"},{"n":1,"memo":"b"},{"memo":"c"}]`), 201, "")
+	a.must(a.do("PATCH", "/projects/acme/column/t/n", a.admin, `{"column_type":"TEXT"}`), 409, "column_type_locked")
+	a.must(a.do("PATCH", "/projects/acme/column/t/n", a.admin, `{"is_nullable":false}`), 400, "invalid_column_change")
+	a.must(a.do("PATCH", "/projects/acme/column/t/n", a.admin, `{"is_unique":true}`), 409, "unique_violation")
+	a.must(a.do("PATCH", "/projects/acme/column/t/n", a.admin, `{"default_value":"abc"}`), 400, "invalid_column_value")
+	a.must(a.do("PATCH", "/projects/acme/column/t/n", a.admin, `{"new_column_name":"a b"}`), 400, "invalid_column_name")
+	a.must(a.do("PATCH", "/projects/acme/column/t/n", a.admin, `{"new_column_name":"MEMO"}`), 409, "column_exists")
+	a.must(a.do("POST", "/projects/acme/column/t", a.admin, `{"column_name":"req","is_nullable":false}`), 400, "invalid_column_change")
+	res = a.must(a.do("GET", "/projects/acme/column/t/n", a.read, ""), 200, "")
+	is.Equal(res.data()["column"].(map[string]any)["column_type"], "INTEGER") // unchanged by the refusals
 }
 
 func TestRecordRoutes(t *testing.T) {
