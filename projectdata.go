@@ -36,6 +36,11 @@ type Options struct {
 	// QueryMaxBytes is the result budget of one query, in bytes of encoded
 	// rows (query_result_too_large). Zero: 4 MiB.
 	QueryMaxBytes int
+	// QueryMaxMemory caps the memory SQLite may use for one query (each
+	// connection is its own SQLite instance); a query that needs more fails
+	// with query_budget_exceeded. Large sorts spill to temporary files
+	// within it. Zero: 64 MiB.
+	QueryMaxMemory int64
 	// MaxInsertRows bounds the rows of one insert (too_many_rows). Zero: 10,000.
 	MaxInsertRows int
 	// ExportTTL is how long an export file is kept. Zero: 7 days.
@@ -68,6 +73,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.QueryMaxBytes <= 0 {
 		r.QueryMaxBytes = 4 << 20
+	}
+	if r.QueryMaxMemory <= 0 {
+		r.QueryMaxMemory = 64 << 20
 	}
 	if r.MaxInsertRows <= 0 {
 		r.MaxInsertRows = 10000

@@ -197,6 +197,8 @@ func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequ
 	maxBytes := s.opts.QueryMaxBytes
 	oldLength := c.db.Limit(sqlite3.LIMIT_LENGTH, maxBytes)
 	defer c.db.Limit(sqlite3.LIMIT_LENGTH, oldLength)
+	oldHeap := c.db.HardHeapLimit(s.opts.QueryMaxMemory)
+	defer c.db.HardHeapLimit(oldHeap)
 
 	st, tail, err := c.db.PrepareFlags(req.SQL, sqlite3.PREPARE_DONT_LOG)
 	if err != nil {

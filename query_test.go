@@ -308,6 +308,21 @@ func TestQueryResultBudget(t *testing.T) {
 	})
 }
 
+func TestQueryMemoryBudget(t *testing.T) {
+	is := is.New(t)
+	f := newQueryFixture(t, &projectdata.Options{QueryMaxMemory: 4 << 20, QueryMaxBytes: 1 << 30}, 10)
+	// group_concat builds one 200 MB value in SQLite's heap: the driver
+	// panics with out of memory, which must become a budget error.
+	_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT length(group_concat(hex(randomblob(1000)))) FROM generate_series(1, 100000)`})
+	pdtest.Code(t, err, projectdata.ErrQueryBudgetExceeded)
+	is.True(strings.Contains(err.Error(), "memory"))
+	for range 8 { // every pooled reader still answers, ordinary queries included
+		res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT count(*) AS n FROM orders`})
+		is.NoErr(err)
+		is.Equal(res.Rows[0]["n"], int64(10))
+	}
+}
+
 func TestQueryRoles(t *testing.T) {
 	is := is.New(t)
 	f := newQueryFixture(t, nil, 1)
