@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -162,4 +164,35 @@ func TestCloseWaitsForOperationsUnderWay(t *testing.T) {
 	}
 	_, _, err = s.GetProject(ctx, "acme")
 	pdtest.Code(t, err, projectdata.ErrStoreClosed)
+}
+
+func TestCopyingAProjectFolderMovesTheProject(t *testing.T) {
+	is := is.New(t)
+	src := t.TempDir()
+	s, err := projectdata.Open(src, nil)
+	is.NoErr(err)
+	_, admin, err := s.CreateProject(ctx, "acme", "Acme")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "t", Columns: []projectdata.ColumnDef{{Name: "v"}}})
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "t", []projectdata.Row{{"v": "kept"}})
+	is.NoErr(err)
+	exp, err := s.CreateExport(ctx, "acme", "t", "csv")
+	is.NoErr(err)
+	is.NoErr(s.Close()) // checkpoints the WAL into the database file
+
+	dst := t.TempDir()
+	is.NoErr(os.CopyFS(filepath.Join(dst, "acme"), os.DirFS(filepath.Join(src, "acme"))))
+	moved, err := projectdata.Open(dst, nil)
+	is.NoErr(err)
+	defer moved.Close()
+	_, err = moved.Authenticate(ctx, "acme", admin.Token)
+	is.NoErr(err)
+	row, err := moved.GetRecord(ctx, "acme", "t", 1)
+	is.NoErr(err)
+	is.Equal(row["v"], "kept")
+	got, f, err := moved.OpenExport(ctx, "acme", exp.ID)
+	is.NoErr(err)
+	defer f.Close()
+	is.Equal(got.SHA256, exp.SHA256)
 }
