@@ -638,6 +638,9 @@ func TestExportRoutes(t *testing.T) {
 	a.must(a.do("GET", "/projects/acme/exports?status=gone", a.read, ""), 400, "invalid_export_status")
 	a.must(a.do("GET", "/projects/acme/exports?status=", a.read, ""), 400, "invalid_export_status")
 	a.must(a.do("GET", "/projects/acme/exports?limit=x", a.read, ""), 400, "invalid_request")
+	res = a.must(a.do("GET", "/projects/acme/exports?limit=0&offset=0", a.read, ""), 200, "")
+	is.Equal(res.data()["limit"], json.Number("1")) // an explicit limit below 1 is clamped, not the default
+	a.must(a.do("GET", "/projects/acme/exports?offset=-1", a.read, ""), 400, "invalid_request")
 	res = a.must(a.do("GET", "/projects/acme/exports?status=not_found", a.read, ""), 200, "")
 	is.Equal(res.data()["total"], json.Number("0"))
 

@@ -224,26 +224,28 @@ func (h *Handler) insertRecords(r *http.Request, ps httprouter.Params) (int, any
 func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
 	q := r.URL.Query()
 	opts := pd.ListOptions{Order: q.Get("order")}
-	if err := queryInts(q, map[string]*int{"limit": &opts.Limit, "offset": &opts.Offset}); err != nil {
+	if err := queryPage(q, &opts.Limit, &opts.Offset); err != nil {
 		return 0, nil, err
-	}
-	if q.Has("limit") && opts.Limit < 1 {
-		opts.Limit = 1 // the Store reads zero as "the default"; over HTTP it is a limit below 1
 	}
 	res, err := h.store.ListRecords(r.Context(), ps.ByName("project"), ps.ByName("table"), opts)
 	return http.StatusOK, res, err
 }
 
-// queryInts parses the named integer query parameters that are present.
-func queryInts(q url.Values, dst map[string]*int) error {
-	for name, p := range dst {
+// queryPage parses the limit and offset query parameters that are
+// present. The Store reads a zero limit as "the default"; over HTTP an
+// explicit limit below 1 is a limit, clamped to 1.
+func queryPage(q url.Values, limit, offset *int) error {
+	for name, dst := range map[string]*int{"limit": limit, "offset": offset} {
 		if v := q.Get(name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
 				return errorf(pd.ErrInvalidRequest, "%s must be an integer", name)
 			}
-			*p = n
+			*dst = n
 		}
+	}
+	if q.Has("limit") && *limit < 1 {
+		*limit = 1
 	}
 	return nil
 }
@@ -301,11 +303,8 @@ func (h *Handler) listExports(r *http.Request, ps httprouter.Params) (int, any, 
 	if q.Has("status") && eq.Status == "" {
 		return 0, nil, errorf(pd.ErrInvalidExportStatus, "status must be ready, not_found or all")
 	}
-	if err := queryInts(q, map[string]*int{"limit": &eq.Limit, "offset": &eq.Offset}); err != nil {
+	if err := queryPage(q, &eq.Limit, &eq.Offset); err != nil {
 		return 0, nil, err
-	}
-	if q.Has("limit") && eq.Limit < 1 {
-		eq.Limit = 1 // the Store reads zero as "the default"; over HTTP it is a limit below 1
 	}
 	page, err := h.store.ListExports(r.Context(), ps.ByName("project"), eq)
 	return http.StatusOK, page, err
