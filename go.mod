@@ -1,15 +1,15 @@
 module github.com/projectdata/projectdata
 
-go 1.26.8
+go 1.26.0
 
 require (
+	github.com/julienschmidt/httprouter v1.3.0
 	github.com/matryer/is v1.4.1
 	github.com/ncruces/go-sqlite3 v0.35.6
 	github.com/pkg/errors v0.9.1
 )
 
 require (
-	github.com/julienschmidt/httprouter v1.3.0 // indirect
 	github.com/ncruces/go-sqlite3-wasm/v6 v6.3.35304 // indirect
 	github.com/ncruces/julianday v1.0.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect

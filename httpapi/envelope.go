@@ -32,6 +32,8 @@ var statusOf = map[projectdata.Code]int{
 	projectdata.ErrInvalidExpiresAt:        http.StatusBadRequest,
 	projectdata.ErrInvalidOperationRunID:   http.StatusBadRequest,
 	projectdata.ErrInvalidRequest:          http.StatusBadRequest,
+	projectdata.ErrInvalidCursor:           http.StatusBadRequest,
+	projectdata.ErrInvalidIdempotencyKey:   http.StatusBadRequest,
 	projectdata.ErrNotNullViolation:        http.StatusBadRequest,
 
 	projectdata.ErrInvalidToken: http.StatusUnauthorized,
@@ -51,13 +53,16 @@ var statusOf = map[projectdata.Code]int{
 
 	projectdata.ErrMethodNotAllowed: http.StatusMethodNotAllowed,
 
-	projectdata.ErrTableExists:      http.StatusConflict,
-	projectdata.ErrColumnExists:     http.StatusConflict,
-	projectdata.ErrIndexExists:      http.StatusConflict,
-	projectdata.ErrIndexNotManaged:  http.StatusConflict,
-	projectdata.ErrColumnTypeLocked: http.StatusConflict,
-	projectdata.ErrUniqueViolation:  http.StatusConflict,
-	projectdata.ErrProjectExists:    http.StatusConflict,
+	projectdata.ErrTableExists:            http.StatusConflict,
+	projectdata.ErrColumnExists:           http.StatusConflict,
+	projectdata.ErrIndexExists:            http.StatusConflict,
+	projectdata.ErrIndexNotManaged:        http.StatusConflict,
+	projectdata.ErrColumnTypeLocked:       http.StatusConflict,
+	projectdata.ErrUniqueViolation:        http.StatusConflict,
+	projectdata.ErrProjectExists:          http.StatusConflict,
+	projectdata.ErrIdempotencyKeyInFlight: http.StatusConflict,
+
+	projectdata.ErrChangesExpired: http.StatusGone,
 
 	projectdata.ErrQueryResultTooLarge: http.StatusRequestEntityTooLarge,
 	projectdata.ErrPayloadTooLarge:     http.StatusRequestEntityTooLarge,
@@ -65,10 +70,12 @@ var statusOf = map[projectdata.Code]int{
 
 	projectdata.ErrUnsupportedMediaType: http.StatusUnsupportedMediaType,
 
-	projectdata.ErrQueryBudgetExceeded: http.StatusUnprocessableEntity,
+	projectdata.ErrQueryBudgetExceeded:  http.StatusUnprocessableEntity,
+	projectdata.ErrIdempotencyKeyReused: http.StatusUnprocessableEntity,
 
 	projectdata.ErrInternal:    http.StatusInternalServerError,
 	projectdata.ErrStoreClosed: http.StatusServiceUnavailable,
+	projectdata.ErrServerBusy:  http.StatusServiceUnavailable,
 }
 
 // envelope is the body of every JSON response.
@@ -114,6 +121,9 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, x *exchange
 			h.log.Error("internal error", "request_id", x.requestID, "method", r.Method, "path", r.URL.Path, "err", err)
 		}
 		msg = "internal error; quote request_id " + x.requestID + " when reporting it"
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
 	}
 	h.writeEnvelope(w, x, status, envelope{Error: &errorBody{Code: code, Message: msg}})
 }
