@@ -68,6 +68,12 @@ func (p *project) open() error {
 		w.close()
 		return errors.Wrapf(err, "migrate project %q", p.slug)
 	}
+	if p.store.opts.ReplicatorCheckpoints {
+		if err := w.db.WALAutoCheckpoint(0); err != nil {
+			w.close()
+			return errors.Wrapf(err, "configure project %q", p.slug)
+		}
+	}
 	p.writer = w
 	p.wsem = make(chan struct{}, 1)
 	p.rsem = make(chan struct{}, p.store.opts.MaxReadersPerProject)

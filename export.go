@@ -36,18 +36,18 @@ const (
 	MaxExportLimit     = 500
 )
 
-// Export is an export manifest: what a CSV export file holds and where it
-// can be downloaded.
+// Export is an export manifest: what an export file holds (a table as CSV,
+// or the whole project database as SQLite) and where it can be downloaded.
 type Export struct {
 	// ID is "exp_" and lower-case letters and digits.
 	ID    string `json:"id"`
-	Kind  string `json:"kind"`  // "table_export"
+	Kind  string `json:"kind"`  // ExportKindTable or ExportKindProject
 	Scope string `json:"scope"` // "project"
 	// Project is the project's slug.
 	Project string `json:"project"`
-	// Table is the name of the exported table.
-	Table  string `json:"table"`
-	Format string `json:"format"` // "csv"
+	// Table is the name of the exported table; nil for a project export.
+	Table  *string `json:"table"`
+	Format string  `json:"format"` // "csv" or "sqlite"
 	// DownloadName is the file name to offer a person downloading.
 	DownloadName string `json:"download_name"`
 	// DownloadURL is /projects/{project}/export/download/{id}.
@@ -56,7 +56,8 @@ type Export struct {
 	ContentType    string `json:"content_type"`    // "text/csv; charset=utf-8"
 	// RowCount, SizeBytes and SHA256 (64 lower-case hex digits) describe
 	// the file exactly; TableCount is how many tables it holds: 1 for a
-	// table export.
+	// table export. A project export's RowCount counts the rows of all its
+	// application tables.
 	RowCount   int64  `json:"row_count"`
 	TableCount *int64 `json:"table_count"`
 	SizeBytes  int64  `json:"size_bytes"`
@@ -93,8 +94,14 @@ type ExportPage struct {
 	Offset int `json:"offset"`
 }
 
+// Export kinds: a table as CSV, or the whole project database as SQLite.
 const (
-	exportKind        = "table_export"
+	ExportKindTable   = "table_export"
+	ExportKindProject = "project_export"
+)
+
+const (
+	exportKind        = ExportKindTable
 	exportScope       = "project"
 	exportFormatCSV   = "csv"
 	exportContentType = "text/csv; charset=utf-8"
@@ -128,37 +135,61 @@ func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (E
 		if format != "" && !strings.EqualFold(format, exportFormatCSV) {
 			return errorf(ErrInvalidExportFormat, "export format %.40q is not supported; use csv", format)
 		}
-		now := s.now()
-		id := "exp_" + strings.ToLower(rand.Text())
+		id := newExportID()
 		fileName := id + ".csv"
-		dir := filepath.Join(p.dir, exportsDirName)
-		file, err := writeExportFile(ctx, p, dir, fileName, table)
+		file, err := writeExportFile(ctx, p, filepath.Join(p.dir, exportsDirName), fileName, table)
 		if err != nil {
 			return err
 		}
-		e := Export{
-			ID: id, Kind: exportKind, Scope: exportScope, Project: slug, Table: file.table,
-			Format: exportFormatCSV, DownloadName: file.table + "-" + now.Format("20060102T150405Z") + ".csv",
-			DownloadURL:    "/projects/" + slug + "/export/download/" + id,
-			StorageBackend: exportBackend, ContentType: exportContentType,
-			RowCount: file.rows, SizeBytes: file.size, SHA256: file.sha256, TableCount: new(int64(1)),
-			Status: ExportStatusReady, CreatedAt: Timestamp{now}, ExpiresAt: Timestamp{now.Add(s.opts.ExportTTL)},
-		}
-		err = p.write(ctx, func(c *conn) error {
-			return c.exec(`INSERT INTO _pd_exports (id, kind, scope, table_name, format, file_name, download_name, content_type,
-				row_count, table_count, size_bytes, sha256, status, created_at, expires_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				e.ID, e.Kind, e.Scope, e.Table, e.Format, fileName, e.DownloadName, e.ContentType,
-				e.RowCount, *e.TableCount, e.SizeBytes, e.SHA256, e.Status, e.CreatedAt.Time, e.ExpiresAt.Time)
-		})
-		if err != nil {
-			os.Remove(filepath.Join(dir, fileName))
+		e := s.newExport(slug, id, exportKind, exportFormatCSV, exportContentType, file)
+		e.Table = &file.table
+		e.DownloadName = file.table + "-" + e.CreatedAt.Format("20060102T150405Z") + ".csv"
+		e.TableCount = new(int64(1))
+		if err := p.recordExport(ctx, e, fileName); err != nil {
 			return err
 		}
 		out = e
 		return nil
 	})
 	return out, err
+}
+
+// newExportID returns a new export id: "exp_" and 26 random lower-case
+// letters and digits.
+func newExportID() string { return "exp_" + strings.ToLower(rand.Text()) }
+
+// newExport returns the manifest of a ready export file made now; the
+// caller sets the kind's own fields (table, table count, download name).
+func (s *Store) newExport(slug, id, kind, format, contentType string, file exportFile) Export {
+	now := s.now()
+	return Export{
+		ID: id, Kind: kind, Scope: exportScope, Project: slug, Format: format,
+		DownloadURL:    "/projects/" + slug + "/export/download/" + id,
+		StorageBackend: exportBackend, ContentType: contentType,
+		RowCount: file.rows, SizeBytes: file.size, SHA256: file.sha256,
+		Status: ExportStatusReady, CreatedAt: Timestamp{now}, ExpiresAt: Timestamp{now.Add(s.opts.ExportTTL)},
+	}
+}
+
+// recordExport records the manifest of a file already in place in the
+// exports folder; when that fails, the file is removed, so that no file
+// outlives a failed export.
+func (p *project) recordExport(ctx context.Context, e Export, fileName string) error {
+	table := "" // the column is NOT NULL; a project export has no table
+	if e.Table != nil {
+		table = *e.Table
+	}
+	err := p.write(ctx, func(c *conn) error {
+		return c.exec(`INSERT INTO _pd_exports (id, kind, scope, table_name, format, file_name, download_name, content_type,
+			row_count, table_count, size_bytes, sha256, status, created_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, e.Kind, e.Scope, table, e.Format, fileName, e.DownloadName, e.ContentType,
+			e.RowCount, *e.TableCount, e.SizeBytes, e.SHA256, e.Status, e.CreatedAt.Time, e.ExpiresAt.Time)
+	})
+	if err != nil {
+		os.Remove(filepath.Join(p.dir, exportsDirName, fileName))
+	}
+	return err
 }
 
 // exportFile describes a written export file.
@@ -170,79 +201,91 @@ type exportFile struct {
 	sha256 string
 }
 
-// writeExportFile writes the table as CSV to dir/name: to a temporary file
-// first, synced and renamed into place, the folder synced after. Size and
-// digest are counted while writing. On failure no file is left.
+// writeExportFile writes the table as CSV to dir/name, atomically (see
+// writeFileAtomically). Size and digest are counted while writing.
 func writeExportFile(ctx context.Context, p *project, dir, name, table string) (out exportFile, err error) {
+	err = writeFileAtomically(dir, name, func(f *os.File) error {
+		hash := sha256.New()
+		var size countingWriter
+		buf := bufio.NewWriterSize(io.MultiWriter(f, hash, &size), 64<<10)
+		w := csv.NewWriter(buf) // uses buf itself: it is a large enough *bufio.Writer
+
+		// The registry is loaded inside the transaction, so the columns are
+		// those of the snapshot the rows come from.
+		err := p.readTx(ctx, func(c *conn) error {
+			sc, err := loadSchema(c)
+			if err != nil {
+				return err
+			}
+			t, err := sc.lookupTable(table)
+			if err != nil {
+				return err
+			}
+			out.table = t.Name
+			quoted := make([]string, len(t.columns))
+			record := make([]string, len(t.columns))
+			for i, col := range t.columns {
+				quoted[i], record[i] = col.quoted, col.Name
+			}
+			if err := w.Write(record); err != nil {
+				return err
+			}
+			sql := `SELECT ` + strings.Join(quoted, ", ") + ` FROM ` + t.quoted + ` ORDER BY ` + t.pk.quoted
+			return c.query(sql, nil, func(st *sqlite3.Stmt) error {
+				for i := range record {
+					record[i] = csvField(columnValue(st, i))
+				}
+				out.rows++
+				return w.Write(record)
+			})
+		})
+		if err != nil {
+			return dbError(ctx, err)
+		}
+		w.Flush()
+		if err := w.Error(); err != nil {
+			return errors.Wrap(err, "write export file")
+		}
+		out.size, out.sha256 = int64(size), hex.EncodeToString(hash.Sum(nil))
+		return nil
+	})
+	return out, err
+}
+
+// writeFileAtomically makes the file dir/name appear whole or not at all:
+// fill writes a temporary file in dir (it may close it), which is then
+// synced and renamed into place, and the folder synced after. On failure
+// no file is left.
+func writeFileAtomically(dir, name string, fill func(f *os.File) error) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return out, errors.Wrap(err, "create exports folder")
+		return errors.Wrap(err, "create exports folder")
 	}
 	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
 	if err != nil {
-		return out, errors.Wrap(err, "create export file")
+		return errors.Wrap(err, "create export file")
 	}
 	defer func() {
+		f.Close()
 		if err != nil {
-			f.Close()
 			os.Remove(f.Name())
 		}
 	}()
-	hash := sha256.New()
-	var size countingWriter
-	buf := bufio.NewWriterSize(io.MultiWriter(f, hash, &size), 64<<10)
-	w := csv.NewWriter(buf) // uses buf itself: it is a large enough *bufio.Writer
-
-	// The registry is loaded inside the transaction, so the columns are
-	// those of the snapshot the rows come from.
-	err = p.readTx(ctx, func(c *conn) error {
-		sc, err := loadSchema(c)
-		if err != nil {
-			return err
-		}
-		t, err := sc.lookupTable(table)
-		if err != nil {
-			return err
-		}
-		out.table = t.Name
-		quoted := make([]string, len(t.columns))
-		record := make([]string, len(t.columns))
-		for i, col := range t.columns {
-			quoted[i], record[i] = col.quoted, col.Name
-		}
-		if err := w.Write(record); err != nil {
-			return err
-		}
-		sql := `SELECT ` + strings.Join(quoted, ", ") + ` FROM ` + t.quoted + ` ORDER BY ` + t.pk.quoted
-		return c.query(sql, nil, func(st *sqlite3.Stmt) error {
-			for i := range record {
-				record[i] = csvField(columnValue(st, i))
-			}
-			out.rows++
-			return w.Write(record)
-		})
-	})
-	if err != nil {
-		return out, dbError(ctx, err)
+	if err := fill(f); err != nil {
+		return err
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		return out, errors.Wrap(err, "write export file")
-	}
-	if err := f.Sync(); err != nil {
-		return out, errors.Wrap(err, "sync export file")
-	}
-	if err := f.Close(); err != nil {
-		return out, errors.Wrap(err, "close export file")
+	// fill may have closed f (SQLite writes through its own handle), so
+	// sync through a handle of our own.
+	if err := syncFile(f.Name()); err != nil {
+		return errors.Wrap(err, "sync export file")
 	}
 	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
-		return out, errors.Wrap(err, "move export file into place")
+		return errors.Wrap(err, "move export file into place")
 	}
 	if err := syncDir(dir); err != nil {
 		os.Remove(filepath.Join(dir, name))
-		return out, err
+		return err
 	}
-	out.size, out.sha256 = int64(size), hex.EncodeToString(hash.Sum(nil))
-	return out, nil
+	return nil
 }
 
 // countingWriter counts the bytes written through it.
@@ -277,12 +320,15 @@ const exportColumns = `id, kind, scope, table_name, format, download_name, conte
 func scanExport(st *sqlite3.Stmt, slug string) (Export, string) {
 	e := Export{
 		ID: st.ColumnText(0), Kind: st.ColumnText(1), Scope: st.ColumnText(2), Project: slug,
-		Table: st.ColumnText(3), Format: st.ColumnText(4), DownloadName: st.ColumnText(5),
+		Format: st.ColumnText(4), DownloadName: st.ColumnText(5),
 		StorageBackend: exportBackend, ContentType: st.ColumnText(6), RowCount: st.ColumnInt64(7),
 		SizeBytes: st.ColumnInt64(9), SHA256: st.ColumnText(10), Status: st.ColumnText(11),
 		MissingAt: columnTime(st, 13), CreatedAt: timeOrZero(st, 14), ExpiresAt: timeOrZero(st, 15),
 	}
 	e.DownloadURL = "/projects/" + slug + "/export/download/" + e.ID
+	if e.Kind != ExportKindProject {
+		e.Table = new(st.ColumnText(3))
+	}
 	if st.ColumnType(8) != sqlite3.NULL {
 		e.TableCount = new(st.ColumnInt64(8))
 	}
@@ -451,6 +497,8 @@ func (s *Store) DeleteNotFoundExports(ctx context.Context, slug string) (int, er
 // ^exp_[a-z0-9]+$ before it reaches the file system. A manifest whose file
 // turns out expired or gone is marked not_found on the way.
 //
+// Downloading a project export needs the admin role.
+//
 // Errors: ErrExportNotFound (a malformed or unknown id, a manifest that is
 // not ready, expired, or whose file is gone), ErrProjectNotFound,
 // ErrPermissionDenied.
@@ -478,6 +526,11 @@ func (s *Store) OpenExport(ctx context.Context, slug, id string) (Export, *os.Fi
 		}
 		if !found || e.Status != ExportStatusReady {
 			return notFound
+		}
+		if e.Kind == ExportKindProject {
+			if err := authorize(ctx, slug, OpDownloadProjectExport); err != nil {
+				return err
+			}
 		}
 		now := s.now()
 		reason, err := p.exportGone(fileName, e.ExpiresAt.Time, now)

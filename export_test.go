@@ -145,7 +145,7 @@ func TestCreateExport(t *testing.T) {
 		is.True(regexp.MustCompile(`^exp_[a-z0-9]+$`).MatchString(e.ID))
 		is.True(regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(e.SHA256))
 		is.Equal(e, projectdata.Export{
-			ID: e.ID, Kind: "table_export", Scope: "project", Project: "acme", Table: "notes", Format: "csv",
+			ID: e.ID, Kind: "table_export", Scope: "project", Project: "acme", Table: ptr("notes"), Format: "csv",
 			DownloadName: "notes-20261121T140509Z.csv", DownloadURL: "/projects/acme/export/download/" + e.ID,
 			StorageBackend: "local", ContentType: "text/csv; charset=utf-8",
 			RowCount: 10, TableCount: ptr(int64(1)), SizeBytes: e.SizeBytes, SHA256: e.SHA256,
@@ -193,7 +193,7 @@ func TestCreateExport(t *testing.T) {
 			e, err := f.s.CreateExport(ctx, "acme", strconv.FormatInt(tbl.ID, 10), format)
 			is.NoErr(err)
 			is.Equal(e.Format, "csv")
-			is.Equal(e.Table, "notes")
+			is.Equal(*e.Table, "notes")
 		}
 	})
 	t.Run("TextPrimaryKeyOrder", func(t *testing.T) {

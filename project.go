@@ -55,18 +55,11 @@ func (s *Store) CreateProject(ctx context.Context, slug, name string) (Project, 
 	if err := ctx.Err(); err != nil {
 		return Project{}, CreatedToken{}, err
 	}
-	final := filepath.Join(s.dir, slug)
-	if _, err := os.Lstat(final); err == nil {
-		return Project{}, CreatedToken{}, errorf(ErrProjectExists, "project %q already exists", slug)
-	}
-	tmp, err := os.MkdirTemp(s.dir, ".creating-"+slug+"-")
+	tmp, err := s.stageProject(slug, "creating")
 	if err != nil {
-		return Project{}, CreatedToken{}, errors.Wrap(err, "create project folder")
+		return Project{}, CreatedToken{}, err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed into place
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return Project{}, CreatedToken{}, errors.Wrap(err, "create project folder")
-	}
 
 	dbPath := filepath.Join(tmp, dbFileName)
 	proj, tok, err := s.initProject(dbPath, slug, name)
@@ -79,20 +72,47 @@ func (s *Store) CreateProject(ctx context.Context, slug, name string) (Project, 
 	if err := os.Mkdir(filepath.Join(tmp, exportsDirName), 0o755); err != nil {
 		return Project{}, CreatedToken{}, errors.Wrap(err, "create exports folder")
 	}
-	// rename(2) would replace an empty folder, so look once more right before.
-	if _, err := os.Lstat(final); err == nil {
-		return Project{}, CreatedToken{}, errorf(ErrProjectExists, "project %q already exists", slug)
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		if os.IsExist(err) || errors.Is(err, os.ErrExist) {
-			return Project{}, CreatedToken{}, errorf(ErrProjectExists, "project %q already exists", slug)
-		}
-		return Project{}, CreatedToken{}, errors.Wrap(err, "move project folder into place")
-	}
-	if err := syncDir(s.dir); err != nil {
+	if err := s.placeProject(tmp, slug); err != nil {
 		return Project{}, CreatedToken{}, err
 	}
 	return proj, tok, nil
+}
+
+// stageProject refuses an existing project, then makes the temporary
+// folder in which a new project is built before placeProject moves it into
+// place; the caller removes it. Its name starts with a dot and the verb
+// (".creating-acme-…"), never a valid slug, so no listing shows it.
+func (s *Store) stageProject(slug, verb string) (string, error) {
+	if _, err := os.Lstat(filepath.Join(s.dir, slug)); err == nil {
+		return "", errorf(ErrProjectExists, "project %q already exists", slug)
+	}
+	tmp, err := os.MkdirTemp(s.dir, "."+verb+"-"+slug+"-")
+	if err != nil {
+		return "", errors.Wrap(err, "create project folder")
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return "", errors.Wrap(err, "create project folder")
+	}
+	return tmp, nil
+}
+
+// placeProject renames a finished project folder tmp (in the data folder)
+// to the project's own name, refusing an existing project, and makes the
+// rename durable.
+func (s *Store) placeProject(tmp, slug string) error {
+	final := filepath.Join(s.dir, slug)
+	// rename(2) would replace an empty folder, so look once more right before.
+	if _, err := os.Lstat(final); err == nil {
+		return errorf(ErrProjectExists, "project %q already exists", slug)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		if os.IsExist(err) || errors.Is(err, os.ErrExist) {
+			return errorf(ErrProjectExists, "project %q already exists", slug)
+		}
+		return errors.Wrap(err, "move project folder into place")
+	}
+	return syncDir(s.dir)
 }
 
 // initProject creates the database at path with the control schema, the

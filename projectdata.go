@@ -44,6 +44,14 @@ type Options struct {
 	MaxInsertRows int
 	// ExportTTL is how long an export file is kept. Zero: 7 days.
 	ExportTTL time.Duration
+	// ReplicatorCheckpoints, when true, leaves checkpointing the
+	// write-ahead log to a replicator running beside the Store (Litestream,
+	// as `server serve -replica` runs it): a project's writer connection no
+	// longer checkpoints after its commits (PRAGMA wal_autocheckpoint=0),
+	// so it never competes with the replicator's own checkpoints. While the
+	// replicator is down the WAL grows until it is back. Zero (false):
+	// SQLite checkpoints the WAL whenever it reaches 1,000 pages.
+	ReplicatorCheckpoints bool
 }
 
 // withDefaults returns a copy of o with every zero field set to its default.

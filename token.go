@@ -79,6 +79,8 @@ const (
 	OpCreateExport          Operation = "create_export"
 	OpDownloadExport        Operation = "download_export"
 	OpDeleteNotFoundExports Operation = "delete_not_found_exports"
+	OpCreateProjectExport   Operation = "create_project_export"   // a snapshot of the whole database
+	OpDownloadProjectExport Operation = "download_project_export" // it holds every token's digest
 )
 
 // operationRoles is the one table of which role each operation needs. Every
@@ -112,6 +114,8 @@ var operationRoles = map[Operation]Role{
 	OpCreateExport:          RoleWrite,
 	OpDownloadExport:        RoleRead,
 	OpDeleteNotFoundExports: RoleAdmin,
+	OpCreateProjectExport:   RoleAdmin,
+	OpDownloadProjectExport: RoleAdmin,
 }
 
 // RequiredRole returns the least role that may do op.

@@ -312,13 +312,25 @@ func (h *Handler) listExports(r *http.Request, ps httprouter.Params) (int, any, 
 
 func (h *Handler) createExport(r *http.Request, ps httprouter.Params) (int, any, error) {
 	var body struct {
+		Kind   string `json:"kind"`
 		Table  string `json:"table"`
 		Format string `json:"format"`
 	}
 	if _, err := h.decodeBody(r, &body); err != nil {
 		return 0, nil, err
 	}
-	exp, err := h.store.CreateExport(r.Context(), ps.ByName("project"), body.Table, body.Format)
+	var (
+		exp pd.Export
+		err error
+	)
+	switch body.Kind {
+	case "", pd.ExportKindTable:
+		exp, err = h.store.CreateExport(r.Context(), ps.ByName("project"), body.Table, body.Format)
+	case pd.ExportKindProject: // a snapshot of the whole database; the Store requires admin
+		exp, err = h.store.CreateProjectExport(r.Context(), ps.ByName("project"))
+	default:
+		err = errorf(pd.ErrInvalidRequest, "kind must be %s or %s", pd.ExportKindTable, pd.ExportKindProject)
+	}
 	return http.StatusCreated, map[string]any{"export": exp}, err
 }
 

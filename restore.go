@@ -1,0 +1,144 @@
+package projectdata
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/pkg/errors"
+)
+
+// RestoreProject creates project slug from a copy of the SQLite database
+// file at src: a project export (see CreateProjectExport), or a project
+// database restored from a replica. The project keeps everything the file
+// holds, tokens included: a token of the source project works on the
+// restored one, whatever its slug. Its slug is set to slug.
+//
+// The copy is checked before it becomes a project: PRAGMA integrity_check
+// must answer ok, the file must hold a project (its control tables and
+// project row), and its control schema is migrated to this release's
+// version. The project is built in a temporary folder and renamed into
+// place, so it appears whole or not at all; a bad source leaves nothing
+// behind. src itself is only read.
+//
+// Like CreateProject it is the embedding application's operation (or the
+// server's command line): a context carrying a caller is refused.
+//
+// Errors: ErrInvalidProjectSlug, ErrProjectExists, ErrInvalidRequest (src
+// is missing, unreadable or not a sound project database),
+// ErrPermissionDenied (a caller in ctx).
+func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, error) {
+	if err := validateSlug(slug); err != nil {
+		return Project{}, err
+	}
+	if _, ok := CallerFrom(ctx); ok {
+		return Project{}, errorf(ErrPermissionDenied, "restoring a project is not an operation of a project token")
+	}
+	if err := ctx.Err(); err != nil {
+		return Project{}, err
+	}
+	tmp, err := s.stageProject(slug, "restoring")
+	if err != nil {
+		return Project{}, err
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed into place
+
+	dbPath := filepath.Join(tmp, dbFileName)
+	if err := copyRestoreSource(src, dbPath); err != nil {
+		return Project{}, err
+	}
+	proj, err := s.adoptRestored(dbPath, slug)
+	if err != nil {
+		return Project{}, err
+	}
+	if err := syncFile(dbPath); err != nil {
+		return Project{}, err
+	}
+	if err := os.Mkdir(filepath.Join(tmp, exportsDirName), 0o755); err != nil {
+		return Project{}, errors.Wrap(err, "create exports folder")
+	}
+	if err := s.placeProject(tmp, slug); err != nil {
+		return Project{}, err
+	}
+	return proj, nil
+}
+
+// copyRestoreSource copies the regular file src to dst.
+func copyRestoreSource(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return errorf(ErrInvalidRequest, "restore source %q cannot be opened: %v", src, pathErrorReason(err))
+	}
+	defer in.Close()
+	if info, err := in.Stat(); err != nil || !info.Mode().IsRegular() {
+		return errorf(ErrInvalidRequest, "restore source %q is not a regular file", src)
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return errors.Wrap(err, "create restored database")
+	}
+	defer out.Close()
+	if _, err := io.Copy(out, in); err != nil {
+		return errors.Wrap(err, "copy restore source")
+	}
+	return errors.Wrap(out.Close(), "close restored database")
+}
+
+// pathErrorReason is the reason of a file system error without the path,
+// which the caller names itself.
+func pathErrorReason(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// adoptRestored checks the copied database at path and makes it project
+// slug's: integrity, control tables and project row, then the control
+// schema migrated and the slug recorded.
+func (s *Store) adoptRestored(path, slug string) (proj Project, err error) {
+	unsound := func(reason string, args ...any) error {
+		return errorf(ErrInvalidRequest, "the restore source is not a sound project database: "+reason, args...)
+	}
+	c, err := openConn(path, false, s.opts.BusyTimeout)
+	if err != nil {
+		return proj, unsound("%s", sqliteMessage(err))
+	}
+	defer func() {
+		// Closing the last connection checkpoints the WAL into the file.
+		if cerr := c.close(); err == nil && cerr != nil {
+			err = errors.Wrap(cerr, "close restored database")
+		}
+	}()
+	var problems []string
+	err = c.query(`PRAGMA integrity_check`, nil, func(st *sqlite3.Stmt) error {
+		if msg := st.ColumnText(0); msg != "ok" && len(problems) < 3 {
+			problems = append(problems, msg)
+		}
+		return nil
+	})
+	if err != nil {
+		return proj, unsound("%s", sqliteMessage(err))
+	}
+	if len(problems) > 0 {
+		return proj, unsound("integrity_check: %q", problems)
+	}
+	if _, err := readProject(c); err != nil {
+		return proj, unsound("it holds no project")
+	}
+	if err := migrate(c); err != nil {
+		return proj, unsound("%s", err)
+	}
+	tx, err := c.db.BeginImmediate()
+	if err != nil {
+		return proj, err
+	}
+	defer tx.End(&err)
+	if err := c.exec(`UPDATE _pd_project SET slug = ? WHERE id = 1`, slug); err != nil {
+		return proj, err
+	}
+	return readProject(c)
+}

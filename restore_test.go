@@ -1,0 +1,186 @@
+package projectdata_test
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/ncruces/go-sqlite3"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// dataFolder lists the names in a data folder.
+func dataFolder(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names
+}
+
+func TestRestoreProject(t *testing.T) {
+	t.Run("RestoresEverythingUnderANewSlug", func(t *testing.T) {
+		is := is.New(t)
+		src, token := pdtest.NewProject(t, nil)
+		_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+		is.NoErr(err)
+		_, err = src.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "one"}, {"body": "two"}})
+		is.NoErr(err)
+		dst, dstDir := pdtest.Open(t, nil)
+		path := newestSnapshot(t, src)
+		proj, err := dst.RestoreProject(ctx, "copy", path)
+		is.NoErr(err)
+		is.Equal(proj.Slug, "copy")
+		is.Equal(proj.Name, "Acme")
+		is.Equal(dataFolder(t, dstDir), []string{"copy"}) // nothing else left behind
+		is.Equal(dataFolder(t, filepath.Join(dstDir, "copy")), []string{"exports", "project.db"})
+		got, _, err := dst.GetProject(ctx, "copy")
+		is.NoErr(err)
+		is.Equal(got, proj)
+		row, err := dst.GetRecord(ctx, "copy", "notes", 2)
+		is.NoErr(err)
+		is.Equal(row["body"], "two")
+		caller, err := dst.Authenticate(ctx, "copy", token) // the source's token works
+		is.NoErr(err)
+		is.Equal(caller.Role, projectdata.RoleAdmin)
+	})
+	t.Run("RefusesAnExistingSlug", func(t *testing.T) {
+		is := is.New(t)
+		src, _ := pdtest.NewProject(t, nil)
+		path := newestSnapshot(t, src)
+		dst, dstDir := pdtest.Open(t, nil)
+		_, _, err := dst.CreateProject(ctx, "acme", "Other")
+		is.NoErr(err)
+		before := pdtest.FileSum(t, dstDir, "acme")
+		_, err = dst.RestoreProject(ctx, "acme", path)
+		pdtest.Code(t, err, projectdata.ErrProjectExists)
+		is.Equal(pdtest.FileSum(t, dstDir, "acme"), before)
+		is.Equal(dataFolder(t, dstDir), []string{"acme"})
+	})
+	t.Run("RefusesAnInvalidSlug", func(t *testing.T) {
+		src, _ := pdtest.NewProject(t, nil)
+		dst, _ := pdtest.Open(t, nil)
+		_, err := dst.RestoreProject(ctx, "../x", newestSnapshot(t, src))
+		pdtest.Code(t, err, projectdata.ErrInvalidProjectSlug)
+	})
+	t.Run("RefusesAProjectToken", func(t *testing.T) {
+		src, _ := pdtest.NewProject(t, nil)
+		_, err := src.RestoreProject(pdtest.As(t, src, projectdata.RoleAdmin), "copy", newestSnapshot(t, src))
+		pdtest.Code(t, err, projectdata.ErrPermissionDenied)
+	})
+
+	// Each bad source is refused with invalid_request and leaves the data
+	// folder as it was.
+	bad := []struct {
+		name string
+		make func(t *testing.T, good string) string
+	}{
+		{"Missing", func(t *testing.T, good string) string { return filepath.Join(t.TempDir(), "nothing.sqlite") }},
+		{"Folder", func(t *testing.T, good string) string { return t.TempDir() }},
+		{"NotSQLite", func(t *testing.T, good string) string {
+			return writeFile(t, []byte("id,body\n1,hello\n"))
+		}},
+		{"Empty", func(t *testing.T, good string) string { return writeFile(t, nil) }},
+		{"Truncated", func(t *testing.T, good string) string {
+			b := readFile(t, good)
+			return writeFile(t, b[:len(b)/2])
+		}},
+		{"CorruptPages", func(t *testing.T, good string) string {
+			b := readFile(t, good)
+			for i := len(b) - 3*4096; i < len(b)-4096; i++ {
+				b[i] = 0xA5
+			}
+			return writeFile(t, b)
+		}},
+		{"NotAProject", func(t *testing.T, good string) string {
+			path := filepath.Join(t.TempDir(), "plain.db")
+			c := openRawFile(t, path)
+			pdtest.Exec(t, c, `CREATE TABLE t (x); INSERT INTO t VALUES (1)`)
+			c.Close()
+			return path
+		}},
+		{"NewerControlSchema", func(t *testing.T, good string) string {
+			path := writeFile(t, readFile(t, good))
+			c := openRawFile(t, path)
+			pdtest.Exec(t, c, `PRAGMA user_version = 999`)
+			c.Close()
+			return path
+		}},
+	}
+	for _, tc := range bad {
+		t.Run("Refuses"+tc.name+"Source", func(t *testing.T) {
+			is := is.New(t)
+			src, _ := pdtest.NewProject(t, nil)
+			_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+			is.NoErr(err)
+			rows := make([]projectdata.Row, 2000)
+			for i := range rows {
+				rows[i] = projectdata.Row{"body": "a body long enough to fill a few pages of the database file"}
+			}
+			_, err = src.Insert(ctx, "acme", "notes", rows)
+			is.NoErr(err)
+			path := tc.make(t, newestSnapshot(t, src))
+			dst, dstDir := pdtest.Open(t, nil)
+			_, err = dst.RestoreProject(ctx, "copy", path)
+			pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+			t.Log(err)
+			is.Equal(dataFolder(t, dstDir), []string{}) // nothing left behind
+			_, _, err = dst.GetProject(ctx, "copy")
+			pdtest.Code(t, err, projectdata.ErrProjectNotFound)
+		})
+	}
+}
+
+// newestSnapshot takes a project export of "acme" and returns its path.
+func newestSnapshot(t *testing.T, s *projectdata.Store) string {
+	t.Helper()
+	e, err := s.CreateProjectExport(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, f, err := s.OpenExport(ctx, "acme", e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return f.Name()
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// writeFile writes b to a new file and returns its path.
+func writeFile(t *testing.T, b []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "source.sqlite")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// openRawFile opens (creating) a SQLite database of the test's own.
+func openRawFile(t *testing.T, path string) *sqlite3.Conn {
+	t.Helper()
+	c, err := sqlite3.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
