@@ -1,7 +1,8 @@
 // Command server runs the projectdata HTTP API and manages its data folder.
 //
-//	server serve [-addr 127.0.0.1:8080] [-data ./data]
+//	server serve [-addr 127.0.0.1:8080] [-data ./data] [-replica URL]
 //	server project create [-data DIR] [-name NAME] SLUG
+//	server project restore [-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] SLUG
 //	server token create [-data DIR] [-role admin|write|read] [-name NAME] SLUG
 //
 // Run with no subcommand, it serves and, when the data folder holds no
@@ -37,6 +38,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr, false)
 	case "project":
+		if len(args) >= 2 && args[1] == "restore" {
+			return projectRestore(ctx, args[2:], stdout, stderr)
+		}
 		if len(args) < 2 || args[1] != "create" {
 			return fmt.Errorf("usage: server project create [-data DIR] [-name NAME] SLUG")
 		}

@@ -41,6 +41,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	data := fs.String("data", defaultDataDir, "data folder")
+	replica := fs.String("replica", "", "replicate every project with Litestream to this URL (s3://BUCKET/PATH?endpoint=…&region=…&force-path-style=true, or file:///PATH)")
+	litestreamBin := fs.String("litestream", "", "litestream binary for -replica (default: litestream on PATH)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -48,11 +50,25 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	store, err := projectdata.Open(*data, &projectdata.Options{Logger: logger})
+	// Under Litestream, checkpoints are Litestream's (see replica.go).
+	store, err := projectdata.Open(*data, &projectdata.Options{Logger: logger, ReplicatorCheckpoints: *replica != ""})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if *replica != "" {
+		rep, err := startReplicator(ctx, *data, *replica, *litestreamBin, logger, stderr)
+		if err != nil {
+			return fmt.Errorf("-replica: %w", err)
+		}
+		// Stopped after the store is closed: its final sync then has every commit.
+		defer func() {
+			store.Close()
+			if err := rep.Stop(replicaStopTimeout); err != nil {
+				logger.Error("stop litestream", "err", err)
+			}
+		}()
+	}
 	if bootstrap {
 		if err := bootstrapDemo(ctx, store, stdout); err != nil {
 			return err

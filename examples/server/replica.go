@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Litestream is the replication engine `serve -replica` runs: the pinned
+// release, built with
+//
+//	go install github.com/benbjohnson/litestream/cmd/litestream@v0.5.16
+//
+// The generated configuration uses v0.5's directory watch, so any v0.5
+// release is accepted; the pin is what CI and the integration tests run.
+const (
+	litestreamPin       = "v0.5.16"
+	litestreamSeries    = "v0.5."
+	litestreamInstall   = "go install github.com/benbjohnson/litestream/cmd/litestream@" + litestreamPin
+	litestreamStateName = ".litestream" // in the data folder: config and replication state
+)
+
+// Supervision of the Litestream child.
+const (
+	replicaSyncInterval = time.Second      // Litestream's sync interval: the RPO is about this plus its 1 s WAL poll
+	restartBackoffMin   = time.Second      // first wait before restarting a child that died
+	restartBackoffMax   = 30 * time.Second // longest wait between restarts
+	restartHealthyAfter = time.Minute      // a child that ran this long restarts without delay growth
+	replicaStopTimeout  = 40 * time.Second // Litestream's own final sync takes up to 30 s
+)
+
+// childEnvNames are the only environment variables the Litestream child
+// inherits: its credentials and what a process needs to run. Anything
+// else stays out; AWS_CA_BUNDLE, for one, breaks its S3 client.
+var childEnvNames = []string{
+	"PATH", "HOME", "TMPDIR", "TZ",
+	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+	"LITESTREAM_ACCESS_KEY_ID", "LITESTREAM_SECRET_ACCESS_KEY",
+}
+
+// childEnv is the clean environment of a Litestream child.
+func childEnv() []string {
+	var env []string
+	for _, name := range childEnvNames {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}
+
+// parseReplicaURL checks a replica URL: s3://bucket[/path][?endpoint=…&
+// region=…&force-path-style=…] or file:///absolute/path.
+func parseReplicaURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("replica URL %q: %w", raw, err)
+	}
+	switch u.Scheme {
+	case "s3":
+		if u.Host == "" {
+			return nil, fmt.Errorf("replica URL %q: s3:// needs a bucket (s3://BUCKET/PATH)", raw)
+		}
+	case "file":
+		if u.Host != "" || !filepath.IsAbs(u.Path) {
+			return nil, fmt.Errorf("replica URL %q: file:// needs an absolute path (file:///PATH)", raw)
+		}
+	default:
+		return nil, fmt.Errorf("replica URL %q: want s3://BUCKET/PATH?endpoint=… or file:///PATH", raw)
+	}
+	return u, nil
+}
+
+// findLitestream returns the path of a usable Litestream binary (bin, or
+// "litestream" on PATH when bin is empty) and its version, or an error
+// that says how to get one.
+func findLitestream(ctx context.Context, bin string) (string, string, error) {
+	if bin == "" {
+		bin = "litestream"
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return "", "", fmt.Errorf("no usable litestream binary (%v); install it with `%s` or pass -litestream PATH", err, litestreamInstall)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "version")
+	cmd.Env = childEnv()
+	out, err := cmd.Output()
+	version := strings.TrimSpace(string(out))
+	if err != nil || !strings.HasPrefix(version, litestreamSeries) {
+		return "", "", fmt.Errorf("%s is not a usable litestream %s* binary (version %q, %v); install it with `%s`", path, litestreamSeries, version, err, litestreamInstall)
+	}
+	return path, version, nil
+}
+
+// litestreamConfig is the configuration of `litestream replicate`: one
+// directory entry that watches the data folder, recursively, for project
+// databases, and replicates each to REPLICA/<slug>/project.db. Its JSON is
+// valid YAML, and JSON quoting keeps paths and URLs intact.
+type litestreamConfig struct {
+	Logging struct {
+		Level  string `json:"level"`
+		Stderr bool   `json:"stderr"`
+	} `json:"logging"`
+	DBs []litestreamDir `json:"dbs"`
+}
+
+type litestreamDir struct {
+	Dir       string            `json:"dir"`
+	Pattern   string            `json:"pattern"`
+	Recursive bool              `json:"recursive"`
+	Watch     bool              `json:"watch"`
+	MetaDir   string            `json:"meta-dir"`
+	Replica   litestreamReplica `json:"replica"`
+}
+
+type litestreamReplica struct {
+	URL          string `json:"url"`
+	SyncInterval string `json:"sync-interval"`
+}
+
+// writeLitestreamConfig writes the configuration for the data folder dir
+// (absolute) and the replica URL into dir/.litestream/, and returns its
+// path. The file may hold credentials in the URL: it is private.
+func writeLitestreamConfig(dir string, replica *url.URL) (string, error) {
+	state := filepath.Join(dir, litestreamStateName)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return "", fmt.Errorf("create litestream state folder: %w", err)
+	}
+	var cfg litestreamConfig
+	cfg.Logging.Level, cfg.Logging.Stderr = "info", true
+	cfg.DBs = []litestreamDir{{
+		Dir: dir, Pattern: "project.db", Recursive: true, Watch: true,
+		MetaDir: filepath.Join(state, "meta"),
+		Replica: litestreamReplica{URL: replica.String(), SyncInterval: replicaSyncInterval.String()},
+	}}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(state, "litestream.yml")
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		return "", fmt.Errorf("write litestream config: %w", err)
+	}
+	return path, nil
+}
+
+// replicator runs `litestream replicate` as a supervised child: restarted
+// with a growing delay when it dies, stopped (with its final sync) by Stop.
+type replicator struct {
+	bin, config string
+	log         *slog.Logger
+	out         io.Writer // the child's own log lines
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd // the running child, if any
+	stopped bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// startReplicator checks the replica URL and the Litestream binary, writes
+// the configuration for the data folder and starts the child. The child's
+// output goes to out.
+func startReplicator(ctx context.Context, dataDir, replicaURL, bin string, logger *slog.Logger, out io.Writer) (*replicator, error) {
+	u, err := parseReplicaURL(replicaURL)
+	if err != nil {
+		return nil, err
+	}
+	path, version, err := findLitestream(ctx, bin)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	config, err := writeLitestreamConfig(dir, u)
+	if err != nil {
+		return nil, err
+	}
+	r := &replicator{bin: path, config: config, log: logger, out: out, stop: make(chan struct{}), done: make(chan struct{})}
+	if err := r.startChild(); err != nil {
+		return nil, fmt.Errorf("start litestream: %w", err)
+	}
+	logger.Info("replicating", "litestream", path, "version", version, "replica", redactURL(u), "config", config)
+	go r.supervise()
+	return r, nil
+}
+
+// redactURL hides any password in a URL for the log.
+func redactURL(u *url.URL) string { return u.Redacted() }
+
+// startChild starts one `litestream replicate` child.
+func (r *replicator) startChild() error {
+	cmd := exec.Command(r.bin, "replicate", "-no-expand-env", "-config", r.config)
+	cmd.Env = childEnv()
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	cmd.SysProcAttr = childProcAttr()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.cmd = cmd
+	r.mu.Unlock()
+	r.log.Info("litestream started", "pid", cmd.Process.Pid)
+	return nil
+}
+
+// supervise waits for the child and restarts it when it dies, waiting
+// restartBackoffMin, doubling up to restartBackoffMax while it keeps dying
+// young, until Stop.
+func (r *replicator) supervise() {
+	defer close(r.done)
+	backoff := restartBackoffMin
+	for {
+		r.mu.Lock()
+		cmd := r.cmd
+		r.mu.Unlock()
+		started := time.Now()
+		err := cmd.Wait()
+		select {
+		case <-r.stop:
+			return
+		default:
+		}
+		if time.Since(started) >= restartHealthyAfter {
+			backoff = restartBackoffMin
+		}
+		r.log.Error("litestream exited; restarting", "pid", cmd.Process.Pid, "err", err, "after", backoff)
+		for {
+			select {
+			case <-r.stop:
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, restartBackoffMax)
+			r.mu.Lock()
+			if r.stopped {
+				r.mu.Unlock()
+				return
+			}
+			r.mu.Unlock()
+			if err := r.startChild(); err != nil {
+				r.log.Error("restart litestream", "err", err, "after", backoff)
+				continue
+			}
+			break
+		}
+	}
+}
+
+// Stop stops the child with SIGTERM, so that Litestream syncs what it has
+// not yet replicated, and waits for it (killing it after timeout). Call it
+// after the Store is closed: every commit is then in the WAL it syncs.
+func (r *replicator) Stop(timeout time.Duration) error {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return nil
+	}
+	r.stopped = true
+	close(r.stop)
+	cmd := r.cmd
+	r.mu.Unlock()
+	r.log.Info("stopping litestream: final sync", "pid", cmd.Process.Pid)
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(timeout):
+		cmd.Process.Kill()
+		<-r.done
+		return errors.New("litestream did not stop in time; killed")
+	}
+	if st := cmd.ProcessState; st != nil && !st.Success() {
+		return fmt.Errorf("litestream exited: %v", st)
+	}
+	return nil
+}
+
+// restoreFromReplica runs `litestream restore` of the database replica at
+// u (at time at, when not zero) into a new file in a temporary folder, and
+// returns the file's path and a function that removes the folder.
+func restoreFromReplica(ctx context.Context, bin string, u *url.URL, at time.Time) (string, func(), error) {
+	path, _, err := findLitestream(ctx, bin)
+	if err != nil {
+		return "", nil, err
+	}
+	tmp, err := os.MkdirTemp("", "projectdata-restore-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	out := filepath.Join(tmp, "project.db")
+	args := []string{"restore", "-o", out}
+	if !at.IsZero() {
+		args = append(args, "-timestamp", at.UTC().Format(time.RFC3339Nano))
+	}
+	args = append(args, u.String())
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = childEnv()
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Run(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("litestream restore from %s: %v: %s", u.Redacted(), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, cleanup, nil
+}
