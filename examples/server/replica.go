@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -115,6 +119,13 @@ type litestreamConfig struct {
 		Level  string `json:"level"`
 		Stderr bool   `json:"stderr"`
 	} `json:"logging"`
+	// Socket is Litestream's control socket, through which the server
+	// asks for the final sync.
+	Socket struct {
+		Enabled     bool   `json:"enabled"`
+		Path        string `json:"path"`
+		Permissions uint32 `json:"permissions"`
+	} `json:"socket"`
 	DBs []litestreamDir `json:"dbs"`
 }
 
@@ -132,16 +143,26 @@ type litestreamReplica struct {
 	SyncInterval string `json:"sync-interval"`
 }
 
+// maxSocketPath is the longest path a Unix socket may have (sun_path).
+const maxSocketPath = 100
+
 // writeLitestreamConfig writes the configuration for the data folder dir
 // (absolute) and the replica URL into dir/.litestream/, and returns its
-// path. The file may hold credentials in the URL: it is private.
-func writeLitestreamConfig(dir string, replica *url.URL) (string, error) {
+// path and the control socket's. The file may hold credentials in the URL:
+// it is private.
+func writeLitestreamConfig(dir string, replica *url.URL) (config, socket string, err error) {
 	state := filepath.Join(dir, litestreamStateName)
 	if err := os.MkdirAll(state, 0o700); err != nil {
-		return "", fmt.Errorf("create litestream state folder: %w", err)
+		return "", "", fmt.Errorf("create litestream state folder: %w", err)
+	}
+	socket = filepath.Join(state, "control.sock")
+	if len(socket) > maxSocketPath {
+		sum := sha256.Sum256([]byte(dir))
+		socket = filepath.Join(os.TempDir(), "projectdata-litestream-"+hex.EncodeToString(sum[:8])+".sock")
 	}
 	var cfg litestreamConfig
 	cfg.Logging.Level, cfg.Logging.Stderr = "info", true
+	cfg.Socket.Enabled, cfg.Socket.Path, cfg.Socket.Permissions = true, socket, 0o600
 	cfg.DBs = []litestreamDir{{
 		Dir: dir, Pattern: "project.db", Recursive: true, Watch: true,
 		MetaDir: filepath.Join(state, "meta"),
@@ -149,21 +170,21 @@ func writeLitestreamConfig(dir string, replica *url.URL) (string, error) {
 	}}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	path := filepath.Join(state, "litestream.yml")
-	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-		return "", fmt.Errorf("write litestream config: %w", err)
+	config = filepath.Join(state, "litestream.yml")
+	if err := os.WriteFile(config, append(b, '\n'), 0o600); err != nil {
+		return "", "", fmt.Errorf("write litestream config: %w", err)
 	}
-	return path, nil
+	return config, socket, nil
 }
 
 // replicator runs `litestream replicate` as a supervised child: restarted
 // with a growing delay when it dies, stopped (with its final sync) by Stop.
 type replicator struct {
-	bin, config string
-	log         *slog.Logger
-	out         io.Writer // the child's own log lines
+	bin, config, socket, dataDir string
+	log                          *slog.Logger
+	out                          io.Writer // the child's own log lines
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd // the running child, if any
@@ -188,11 +209,11 @@ func startReplicator(ctx context.Context, dataDir, replicaURL, bin string, logge
 	if err != nil {
 		return nil, err
 	}
-	config, err := writeLitestreamConfig(dir, u)
+	config, socket, err := writeLitestreamConfig(dir, u)
 	if err != nil {
 		return nil, err
 	}
-	r := &replicator{bin: path, config: config, log: logger, out: out, stop: make(chan struct{}), done: make(chan struct{})}
+	r := &replicator{bin: path, config: config, socket: socket, dataDir: dir, log: logger, out: out, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := r.startChild(); err != nil {
 		return nil, fmt.Errorf("start litestream: %w", err)
 	}
@@ -265,7 +286,9 @@ func (r *replicator) supervise() {
 
 // Stop stops the child with SIGTERM, so that Litestream syncs what it has
 // not yet replicated, and waits for it (killing it after timeout). Call it
-// after the Store is closed: every commit is then in the WAL it syncs.
+// once no write can come any more, and before the Store closes: closing
+// the last connection to a database checkpoints its WAL away, and
+// Litestream's final sync reads the WAL.
 func (r *replicator) Stop(timeout time.Duration) error {
 	r.mu.Lock()
 	if r.stopped {
@@ -277,6 +300,11 @@ func (r *replicator) Stop(timeout time.Duration) error {
 	cmd := r.cmd
 	r.mu.Unlock()
 	r.log.Info("stopping litestream: final sync", "pid", cmd.Process.Pid)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := r.flush(ctx); err != nil {
+		r.log.Error("final sync", "err", err)
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-r.done:
@@ -289,6 +317,68 @@ func (r *replicator) Stop(timeout time.Duration) error {
 		return fmt.Errorf("litestream exited: %v", st)
 	}
 	return nil
+}
+
+// flush asks the running Litestream, through its control socket, to sync
+// every project database of the data folder to the replica, and waits
+// until each is replicated. Litestream's own shutdown does not sync a
+// database it has not opened yet (it opens them on its first WAL poll),
+// so a database it does not know or has not opened is asked again until
+// ctx ends.
+func (r *replicator) flush(ctx context.Context) error {
+	dbs, err := filepath.Glob(filepath.Join(r.dataDir, "*", "project.db"))
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", r.socket)
+		},
+	}}
+	var first error
+	for _, db := range dbs {
+		if strings.HasPrefix(filepath.Base(filepath.Dir(db)), ".") {
+			continue // a project being created or restored
+		}
+		if err := syncDB(ctx, client, db); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// syncDB asks Litestream to sync one database and waits for the replica.
+func syncDB(ctx context.Context, client *http.Client, db string) error {
+	body, err := json.Marshal(map[string]any{"path": db, "wait": true, "timeout": 30})
+	if err != nil {
+		return err
+	}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://litestream/sync", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		var status int
+		var msg []byte
+		if err == nil {
+			status = res.StatusCode
+			msg, _ = io.ReadAll(io.LimitReader(res.Body, 4<<10))
+			res.Body.Close()
+			if status == http.StatusOK {
+				return nil
+			}
+		}
+		// Not yet open (409) or registered (404), or the socket not yet
+		// listening: ask again shortly.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sync %s: %v (status %d: %s)", db, ctx.Err(), status, bytes.TrimSpace(msg))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // restoreFromReplica runs `litestream restore` of the database replica at

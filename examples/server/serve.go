@@ -61,9 +61,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 		if err != nil {
 			return fmt.Errorf("-replica: %w", err)
 		}
-		// Stopped after the store is closed: its final sync then has every commit.
+		// Stopped once the requests have drained, before the store closes:
+		// its final sync reads every commit from the WAL, which closing
+		// the last connection would checkpoint away.
 		defer func() {
-			store.Close()
 			if err := rep.Stop(replicaStopTimeout); err != nil {
 				logger.Error("stop litestream", "err", err)
 			}
