@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+)
+
+func TestParseReplicaURL(t *testing.T) {
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"s3://bucket/path?endpoint=http://127.0.0.1:7070&region=us-east-1&force-path-style=true", true},
+		{"s3://bucket", true},
+		{"file:///var/backups/projects", true},
+		{"s3:///path", false},                // no bucket
+		{"file://host/path", false},          // not local
+		{"file://relative/path", false},      // host "relative"
+		{"gs://bucket/path", false},          // not supported here
+		{"/var/backups/projects", false},     // a path, not a URL
+		{"s3://bucket/%zz", false},           // malformed
+		{"https://example.com/x", false},     // not a replica scheme
+		{"file:relative", false},             // not absolute
+		{"", false},                          // empty
+		{"s3://bucket/a b?endpoint=x", true}, // spaces are the URL's business
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			_, err := parseReplicaURL(tc.url)
+			if (err == nil) != tc.ok {
+				t.Fatalf("parseReplicaURL(%q) error = %v, want ok=%v", tc.url, err, tc.ok)
+			}
+		})
+	}
+}
+
+// TestLitestreamConfig checks the generated configuration: a recursive
+// directory watch of the data folder for project.db files, the replica
+// URL kept byte for byte, state and socket outside the projects.
+func TestLitestreamConfig(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	u, err := parseReplicaURL("s3://bkt/node1?endpoint=http://127.0.0.1:7070&region=us-east-1&force-path-style=true")
+	is.NoErr(err)
+	config, socket, err := writeLitestreamConfig(dir, u)
+	is.NoErr(err)
+	info, err := os.Stat(config)
+	is.NoErr(err)
+	is.Equal(info.Mode().Perm(), os.FileMode(0o600)) // it may hold credentials
+	b, err := os.ReadFile(config)
+	is.NoErr(err)
+	var cfg litestreamConfig
+	is.NoErr(json.Unmarshal(b, &cfg)) // JSON is YAML
+	is.Equal(len(cfg.DBs), 1)
+	db := cfg.DBs[0]
+	is.Equal(db.Dir, dir)
+	is.Equal(db.Pattern, "project.db")
+	is.True(db.Recursive && db.Watch)
+	is.Equal(db.Replica.URL, u.String())
+	is.Equal(db.MetaDir, filepath.Join(dir, ".litestream", "meta"))
+	is.True(cfg.Socket.Enabled)
+	is.Equal(cfg.Socket.Path, socket)
+	is.True(strings.HasPrefix(socket, filepath.Join(dir, ".litestream")))
+
+	long := filepath.Join(t.TempDir(), strings.Repeat("d", 120))
+	is.NoErr(os.MkdirAll(long, 0o755))
+	_, socket, err = writeLitestreamConfig(long, u)
+	is.NoErr(err)
+	is.True(len(socket) <= maxSocketPath) // a Unix socket path has a limit
+}
+
+// TestChildEnvironmentIsClean: the child gets its credentials, not the
+// rest of the server's environment (AWS_CA_BUNDLE breaks Litestream's S3
+// client).
+func TestChildEnvironmentIsClean(t *testing.T) {
+	is := is.New(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "key")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_CA_BUNDLE", "/etc/ca.pem")
+	t.Setenv("SOMETHING_ELSE", "x")
+	env := strings.Join(childEnv(), "\n")
+	is.True(strings.Contains(env, "AWS_ACCESS_KEY_ID=key"))
+	is.True(strings.Contains(env, "AWS_SECRET_ACCESS_KEY=secret"))
+	is.True(!strings.Contains(env, "AWS_CA_BUNDLE"))
+	is.True(!strings.Contains(env, "SOMETHING_ELSE"))
+}
+
+// TestServeReplicaNeedsLitestream: -replica without a usable Litestream is
+// a start-up error saying how to get one, and nothing is served.
+func TestServeReplicaNeedsLitestream(t *testing.T) {
+	notLitestream := filepath.Join(t.TempDir(), "litestream")
+	if err := os.WriteFile(notLitestream, []byte("#!/bin/sh\necho v0.3.13\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, bin := range map[string]string{
+		"Missing":      filepath.Join(t.TempDir(), "nothing"),
+		"WrongVersion": notLitestream,
+	} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0", "-data", t.TempDir(),
+				"-replica", "file:///tmp/replica", "-litestream", bin}, &out, &errOut)
+			is.True(err != nil)
+			is.True(strings.Contains(err.Error(), "go install github.com/benbjohnson/litestream/cmd/litestream@v0.5.16"))
+			is.True(!strings.Contains(errOut.String(), "serving"))
+		})
+	}
+	t.Run("BadURL", func(t *testing.T) {
+		is := is.New(t)
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0", "-data", t.TempDir(), "-replica", "ftp://x/y"}, &out, &errOut)
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "s3://"))
+	})
+}
+
+// TestProjectRestoreFromSnapshot restores a project export with the
+// command line; a token of the source works on it.
+func TestProjectRestoreFromSnapshot(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	src, err := projectdata.Open(t.TempDir(), nil)
+	is.NoErr(err)
+	defer src.Close()
+	_, tok, err := src.CreateProject(ctx, "acme", "Acme")
+	is.NoErr(err)
+	e, err := src.CreateProjectExport(ctx, "acme")
+	is.NoErr(err)
+	_, f, err := src.OpenExport(ctx, "acme", e.ID)
+	is.NoErr(err)
+	f.Close()
+
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	is.NoErr(run(ctx, []string{"project", "restore", "-data", dir, "-from", f.Name(), "moved"}, &out, &errOut))
+	is.Equal(out.Len(), 0) // nothing on stdout
+	is.True(strings.Contains(errOut.String(), "restored project moved"))
+
+	err = run(ctx, []string{"project", "restore", "-data", dir, "-from", f.Name(), "moved"}, &out, &errOut)
+	is.True(err != nil) // exists
+	err = run(ctx, []string{"project", "restore", "-data", dir, "-from", f.Name(), "-at", "2026-11-21T14:05:09Z", "other"}, &out, &errOut)
+	is.True(err != nil) // -at needs a replica
+	err = run(ctx, []string{"project", "restore", "-data", dir, "other"}, &out, &errOut)
+	is.True(err != nil) // -from is required
+
+	store, err := projectdata.Open(dir, nil)
+	is.NoErr(err)
+	defer store.Close()
+	_, err = store.Authenticate(ctx, "moved", tok.Token)
+	is.NoErr(err)
+}
