@@ -106,10 +106,8 @@ func (p *project) close() error {
 // write runs fn in an immediate transaction on the writer connection: all
 // of fn's changes commit together, or none do (on error or panic).
 func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error) {
-	select {
-	case p.wsem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := p.takeSlot(ctx, p.wsem); err != nil {
+		return err
 	}
 	defer func() { <-p.wsem }()
 
@@ -128,10 +126,8 @@ func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error)
 // runs sees its own snapshot; use readTx for several statements that must
 // agree.
 func (p *project) read(ctx context.Context, fn func(c *conn) error) error {
-	select {
-	case p.rsem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := p.takeSlot(ctx, p.rsem); err != nil {
+		return err
 	}
 	defer func() { <-p.rsem }()
 

@@ -101,6 +101,8 @@ type Store struct {
 	closed   bool
 	projects map[string]*list.Element // slug → element of lru holding *project
 	lru      *list.List               // most recently used at the front
+
+	queue queueStats // waits for a connection, for Stats
 }
 
 // Open returns a Store over the data folder dir, creating the folder if
@@ -163,13 +165,31 @@ type Stats struct {
 	OpenProjects int
 	// Operations is how many operations are under way now.
 	Operations int
+	// QueueWaits counts, since Open, the operations that found every
+	// connection they could use busy and waited for one.
+	QueueWaits int64
+	// QueueWaitTime is the time those operations waited, in all.
+	QueueWaitTime time.Duration
 }
 
-// Stats returns the Store's open resources.
+// Stats returns the Store's open resources and its counters.
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{OpenProjects: s.lru.Len(), Operations: s.active}
+	return Stats{
+		OpenProjects:  s.lru.Len(),
+		Operations:    s.active,
+		QueueWaits:    s.queue.waits.Load(),
+		QueueWaitTime: time.Duration(s.queue.nanos.Load()),
+	}
+}
+
+// Closed reports whether Close has been called: from then on the Store
+// refuses new operations.
+func (s *Store) Closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // now returns the Store's clock reading, in UTC to the millisecond.
