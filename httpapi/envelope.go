@@ -125,6 +125,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, x *exchange
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
+	noteCode(w, code)
 	h.writeEnvelope(w, x, status, envelope{Error: &errorBody{Code: code, Message: msg}})
 }
 

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -33,6 +34,20 @@ type Options struct {
 	MaxBodyBytes int64
 	// Now returns the time for meta.generated_at. Zero: time.Now.
 	Now func() time.Time
+	// AllowedOrigins lists the browser origins (scheme://host[:port]) that
+	// may call the API from another origin (CORS); "*" allows every origin.
+	// Zero: none, and no CORS header is ever sent.
+	AllowedOrigins []string
+	// BasePath is the path prefix the Handler is mounted under, such as
+	// "/api", for the links it returns (an export's download_url). Zero:
+	// the prefix is read from each request, as the part of its path that a
+	// wrapper such as http.StripPrefix removed; set BasePath when a proxy
+	// removes the prefix before the request reaches the server.
+	BasePath string
+	// Metrics, when set, receives an observation of every request and
+	// serves GET /metrics (no token). Zero: no metrics, and /metrics is
+	// route_not_found. Package prommetrics provides one for Prometheus.
+	Metrics Metrics
 }
 
 // Handler is the HTTP API. It is safe for concurrent use.
@@ -41,6 +56,9 @@ type Handler struct {
 	router *httprouter.Router
 	log    *slog.Logger
 	opts   Options
+
+	origins      originSet   // from Options.AllowedOrigins
+	shuttingDown atomic.Bool // set by BeginShutdown
 }
 
 // New returns the HTTP API over store. A nil opts means the defaults.
@@ -58,11 +76,13 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	h := &Handler{store: store, log: o.Logger, opts: o}
+	o.BasePath = strings.TrimSuffix(o.BasePath, "/")
+	h := &Handler{store: store, log: o.Logger, opts: o, origins: newOriginSet(o.AllowedOrigins)}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	r.HandleOPTIONS = false
+	r.HandleOPTIONS = true // OPTIONS is never method_not_allowed
+	r.GlobalOPTIONS = http.HandlerFunc(h.options)
 	r.HandleMethodNotAllowed = true
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		h.writeError(w, req, newExchange(w, req, h), errorf(projectdata.ErrRouteNotFound, "no route for %s %s", req.Method, req.URL.Path))
@@ -76,30 +96,29 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 	}
 	h.router = r
 	h.routes()
+	h.operationsRoutes()
 	return h
 }
 
-// ServeHTTP serves one request and logs it.
+// ServeHTTP serves one request, logs it and reports it to Options.Metrics.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
+	h.allowOrigin(rec, r)
 	h.router.ServeHTTP(rec, r)
-	h.log.Info("request",
-		"method", r.Method,
-		"path", r.URL.Path,
-		"status", rec.status,
-		"bytes", rec.bytes,
-		"duration_ms", float64(time.Since(start).Microseconds())/1000,
-		"request_id", rec.Header().Get("X-Request-Id"),
-	)
+	h.observe(rec, r, time.Since(start))
 }
 
-// statusRecorder remembers the status and size of a response for the
-// access log.
+// statusRecorder remembers what the access log and the metrics say of a
+// response: its status and size, the route that served it, the error code
+// and the token id of the caller.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
+	status  int
+	bytes   int64
+	route   string           // the route's pattern; "" when none matched
+	code    projectdata.Code // the error code; "" on success
+	tokenID int64            // the caller's token id; 0 before authentication
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -173,7 +192,7 @@ type streamEndpoint func(w http.ResponseWriter, r *http.Request, ps httprouter.P
 // handle registers a route that needs a token allowed to do op and answers
 // with the envelope.
 func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpoint) {
-	h.router.Handle(method, path, h.guard(op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
+	h.router.Handle(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
 		status, data, err := fn(r, ps)
 		if err != nil {
 			h.writeError(w, r, x, err)
@@ -186,7 +205,7 @@ func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpo
 // handleStream registers a route that needs a token allowed to do op and
 // writes its own body; its errors still answer with the envelope.
 func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn streamEndpoint) {
-	h.router.Handle(method, path, h.guard(op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
+	h.router.Handle(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
 		if err := fn(w, r, ps); err != nil {
 			h.writeError(w, r, x, err)
 		}
@@ -196,8 +215,9 @@ func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn
 // guard runs the checks every route shares, in the contract's order: route
 // (the router did it), project, token, role, operation headers; then serve
 // handles the body and the operation, with the caller in the context.
-func (h *Handler) guard(op projectdata.Operation, serve func(http.ResponseWriter, *http.Request, httprouter.Params, *exchange)) httprouter.Handle {
+func (h *Handler) guard(route string, op projectdata.Operation, serve func(http.ResponseWriter, *http.Request, httprouter.Params, *exchange)) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		noteRoute(w, route)
 		x := newExchange(w, r, h)
 		ctx, err := h.authenticate(r.Context(), w, ps.ByName("project"), r.Header.Get("Authorization"), op)
 		if err == nil {
@@ -230,6 +250,7 @@ func (h *Handler) authenticate(ctx context.Context, w http.ResponseWriter, slug,
 	if err != nil {
 		return nil, err
 	}
+	noteTokenID(w, caller.TokenID)
 	if err := caller.Authorize(op); err != nil {
 		return nil, err
 	}

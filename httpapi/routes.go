@@ -307,6 +307,9 @@ func (h *Handler) listExports(r *http.Request, ps httprouter.Params) (int, any, 
 		return 0, nil, err
 	}
 	page, err := h.store.ListExports(r.Context(), ps.ByName("project"), eq)
+	for i := range page.Exports {
+		page.Exports[i].DownloadURL = h.link(r, page.Exports[i].DownloadURL)
+	}
 	return http.StatusOK, page, err
 }
 
@@ -319,6 +322,7 @@ func (h *Handler) createExport(r *http.Request, ps httprouter.Params) (int, any,
 		return 0, nil, err
 	}
 	exp, err := h.store.CreateExport(r.Context(), ps.ByName("project"), body.Table, body.Format)
+	exp.DownloadURL = h.link(r, exp.DownloadURL)
 	return http.StatusCreated, map[string]any{"export": exp}, err
 }
 
