@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/httpapi"
 )
 
 // TestMain lets the tests run the server as a separate process: the test
@@ -354,4 +357,24 @@ func TestVersionOfABuiltBinary(t *testing.T) {
 	is.NoErr(err)
 	is.True(strings.Contains(string(out), "revision "+strings.TrimSpace(string(head))))
 	is.True(strings.Contains(string(out), "module   github.com/projectdata/projectdata\n"))
+}
+
+func TestShutdownTurnsHealthCheck503(t *testing.T) {
+	is := is.New(t)
+	store, err := projectdata.Open(t.TempDir(), nil)
+	is.NoErr(err)
+	defer store.Close()
+	h := httpapi.New(store, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- runServer(ctx, ln, h, slog.New(slog.DiscardHandler), defaultLimits) }()
+	waitUp(t, ln.Addr().String())
+	cancel() // as SIGTERM would
+	is.NoErr(<-served)
+
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	is.Equal(rec.Code, 503) // the store is still open, but the server is shutting down
 }
