@@ -114,12 +114,15 @@ func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error)
 
 	c := p.writer
 	old := c.db.SetInterrupt(ctx)
-	defer c.db.SetInterrupt(old)
 	tx, err := c.db.BeginImmediate()
 	if err != nil {
+		c.db.SetInterrupt(old)
 		return dbError(ctx, err)
 	}
 	defer tx.End(&err)
+	// Runs before tx.End: work that finished commits even if ctx ended
+	// meanwhile; work that ctx interrupted failed, so it rolls back.
+	defer c.db.SetInterrupt(old)
 	return fn(c)
 }
 
