@@ -42,9 +42,8 @@ type project struct {
 	readers []*conn // idle readers
 	closed  bool    // guarded by rmu
 
-	schemaMu  sync.Mutex
-	schema    *schema // cached registry of application tables; nil when stale
-	schemaGen uint64  // counts invalidations, so a slow load cannot install a stale registry
+	schemaMu sync.Mutex
+	schema   *schema // cached registry of application tables, newest version loaded; nil: none
 
 	lastUsedMu sync.Mutex
 	lastUsed   map[int64]time.Time // token id → last_used_at minute written
@@ -113,12 +112,15 @@ func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error)
 
 	c := p.writer
 	old := c.db.SetInterrupt(ctx)
-	defer c.db.SetInterrupt(old)
 	tx, err := c.db.BeginImmediate()
 	if err != nil {
+		c.db.SetInterrupt(old)
 		return dbError(ctx, err)
 	}
 	defer tx.End(&err)
+	// Runs before tx.End: work that finished commits even if ctx ended
+	// meanwhile; work that ctx interrupted failed, so it rolls back.
+	defer c.db.SetInterrupt(old)
 	return fn(c)
 }
 
@@ -149,8 +151,16 @@ func (p *project) read(ctx context.Context, fn func(c *conn) error) error {
 // every statement sees the same snapshot.
 func (p *project) readTx(ctx context.Context, fn func(c *conn) error) error {
 	return p.read(ctx, func(c *conn) (err error) {
-		tx := c.db.Begin()
-		defer tx.End(&err)
+		// Cached statements: BEGIN and COMMIT run on every read. A
+		// transaction left open (COMMIT interrupted) makes read close c.
+		if err := c.exec(`BEGIN`); err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := c.exec(`COMMIT`); err == nil {
+				err = cerr
+			}
+		}()
 		return fn(c)
 	})
 }
@@ -194,6 +204,9 @@ type conn struct {
 	// Its authorizer is installed once: setting an authorizer expires every
 	// prepared statement, which would empty the statement cache.
 	sandbox *sandbox
+	// changingRegistry is set on the writer while writeSchema changes the
+	// registry: what it reads then is not cached (see schemaFor).
+	changingRegistry bool
 }
 
 // openConn opens a connection to the database at path; readOnly connections

@@ -591,9 +591,8 @@ func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOp
 	}
 	list := RecordList{Rows: []Row{}, Limit: opts.Limit, Offset: opts.Offset}
 	err := s.withProject(ctx, slug, OpListRecords, func(p *project) error {
+		// readSchema reads one snapshot: the count and the page agree.
 		return p.readSchema(ctx, func(c *conn, sc *schema) (err error) {
-			tx := c.db.Begin() // the count and the page agree
-			defer tx.End(&err)
 			t, err := sc.lookupTable(table)
 			if err != nil {
 				return err

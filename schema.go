@@ -82,16 +82,23 @@ CREATE TABLE _pd_exports (
 );
 CREATE INDEX _pd_exports_status ON _pd_exports (status, created_at);
 `,
+	// Version 2: the registry version, raised by every change of the
+	// registry or of the application schema (see writeSchema), so that
+	// every connection knows when its cached registry is stale.
+	`
+CREATE TABLE _pd_registry (
+	id      INTEGER PRIMARY KEY CHECK (id = 1),
+	version INTEGER NOT NULL
+);
+INSERT INTO _pd_registry (id, version) VALUES (1, 1);
+`,
 }
 
 // migrate brings the control schema of the database on c to the newest
 // version, one transaction per version.
 func migrate(c *conn) error {
-	var version int
-	if _, err := c.queryRow(`PRAGMA user_version`, nil, func(st *sqlite3.Stmt) error {
-		version = st.ColumnInt(0)
-		return nil
-	}); err != nil {
+	version, err := controlVersion(c)
+	if err != nil {
 		return err
 	}
 	if version > len(migrations) {
@@ -104,6 +111,10 @@ func migrate(c *conn) error {
 				return err
 			}
 			defer tx.End(&err)
+			// Another Store on the same folder may have migrated meanwhile.
+			if now, err := controlVersion(c); err != nil || now > v {
+				return err
+			}
 			if err := c.db.Exec(migrations[v]); err != nil {
 				return err
 			}
@@ -115,6 +126,15 @@ func migrate(c *conn) error {
 		}
 	}
 	return nil
+}
+
+// controlVersion reads the control schema's version.
+func controlVersion(c *conn) (version int, err error) {
+	_, err = c.queryRow(`PRAGMA user_version`, nil, func(st *sqlite3.Stmt) error {
+		version = st.ColumnInt(0)
+		return nil
+	})
+	return version, err
 }
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)

@@ -108,6 +108,7 @@ func quoteIdent(name string) string { return sqlite3.QuoteIdentifier(name) }
 // schema is a project's registry of application tables, as loaded from the
 // control tables. A loaded schema is immutable; a change loads a new one.
 type schema struct {
+	version int64                 // the registry version it was loaded at
 	tables  []*tableInfo          // by id
 	byName  map[string]*tableInfo // lower-case name
 	byID    map[int64]*tableInfo
@@ -163,7 +164,8 @@ func (t *tableInfo) columnList() []Column {
 	return cols
 }
 
-// loadSchema reads the registry through c.
+// loadSchema reads the registry through c, which must be inside a
+// transaction: its statements then read one snapshot.
 func loadSchema(c *conn) (*schema, error) {
 	sc := &schema{byName: map[string]*tableInfo{}, byID: map[int64]*tableInfo{}}
 	err := c.query(`SELECT id, name, display_name, created_at, updated_at FROM _pd_tables ORDER BY id`, nil, func(st *sqlite3.Stmt) error {
@@ -245,45 +247,69 @@ func decodeJSON(b []byte, v any) error {
 	return d.Decode(v)
 }
 
-// schemaFor returns the project's registry, from the cache when it is
-// current, else loaded through c (a reader, or the writer inside its
-// transaction).
+// schemaFor returns the project's registry as c's transaction sees it:
+// the cached one when its version is the one stored in the database, else
+// one loaded through c. c must be inside a transaction (a reader in readTx,
+// or the writer in write), so the version and the registry come from the
+// snapshot the caller's statements read. A registry loaded while c changes
+// it (inside writeSchema) is not cached: it may never commit.
 func (p *project) schemaFor(c *conn) (*schema, error) {
-	p.schemaMu.Lock()
-	sc, gen := p.schema, p.schemaGen
-	p.schemaMu.Unlock()
-	if sc != nil {
-		return sc, nil
-	}
-	sc, err := loadSchema(c)
+	v, err := registryVersion(c)
 	if err != nil {
 		return nil, err
 	}
 	p.schemaMu.Lock()
-	if p.schemaGen == gen {
-		p.schema = sc
-	}
+	sc := p.schema
 	p.schemaMu.Unlock()
+	if sc != nil && sc.version == v && !c.changingRegistry {
+		return sc, nil
+	}
+	if sc, err = loadSchema(c); err != nil {
+		return nil, err
+	}
+	sc.version = v
+	if !c.changingRegistry {
+		p.schemaMu.Lock()
+		if p.schema == nil || p.schema.version < v {
+			p.schema = sc
+		}
+		p.schemaMu.Unlock()
+	}
 	return sc, nil
 }
 
-// invalidateSchema drops the cached registry; a load that began before
-// the call will not install its (possibly stale) result.
+// registryVersion reads the registry's version, which every change of the
+// registry or of the application schema raises in its own transaction.
+func registryVersion(c *conn) (v int64, err error) {
+	found, err := c.queryRow(`SELECT version FROM _pd_registry WHERE id = 1`, nil, func(st *sqlite3.Stmt) error {
+		v = st.ColumnInt64(0)
+		return nil
+	})
+	if err == nil && !found {
+		err = errors.New("registry version row missing")
+	}
+	return v, err
+}
+
+// invalidateSchema drops the cached registry, for a schema changed behind
+// the registry's back (see readSchema).
 func (p *project) invalidateSchema() {
 	p.schemaMu.Lock()
 	p.schema = nil
-	p.schemaGen++
 	p.schemaMu.Unlock()
 }
 
 // writeSchema is write for operations that change the registry or the
-// schema: fn gets a freshly loaded registry, and the cache is invalidated
-// both before the commit (so no other writer uses it) and after it (so no
-// reader keeps a registry loaded before the commit).
+// schema: it raises the registry version in the same transaction, so every
+// connection (of this Store or of another on the same folder) reloads the
+// registry once the change commits, and fn gets a freshly loaded registry.
 func (p *project) writeSchema(ctx context.Context, fn func(c *conn, sc *schema) error) error {
-	defer p.invalidateSchema()
 	return p.write(ctx, func(c *conn) error {
-		defer p.invalidateSchema()
+		c.changingRegistry = true
+		defer func() { c.changingRegistry = false }()
+		if err := c.exec(`UPDATE _pd_registry SET version = version + 1 WHERE id = 1`); err != nil {
+			return err
+		}
 		sc, err := loadSchema(c)
 		if err != nil {
 			return err
@@ -292,10 +318,11 @@ func (p *project) writeSchema(ctx context.Context, fn func(c *conn, sc *schema) 
 	})
 }
 
-// readSchema runs fn on a reader with the project's registry. A schema
-// change committed after the cached registry was taken makes fn's
-// statements fail with SQLite's ERROR or SCHEMA code (our own SQL has no
-// other reason to); then the registry is reloaded and fn runs once more.
+// readSchema runs fn on a reader, inside one read transaction, with the
+// project's registry as of that transaction's snapshot. A schema changed
+// behind the registry's back (by hand, without raising its version) makes
+// fn's statements fail with SQLite's ERROR or SCHEMA code (our own SQL has
+// no other reason to); then the registry is reloaded and fn runs once more.
 func (p *project) readSchema(ctx context.Context, fn func(c *conn, sc *schema) error) error {
 	err := p.readSchemaOnce(ctx, fn)
 	if errors.Is(err, sqlite3.ERROR) || errors.Is(err, sqlite3.SCHEMA) {
@@ -306,7 +333,7 @@ func (p *project) readSchema(ctx context.Context, fn func(c *conn, sc *schema) e
 }
 
 func (p *project) readSchemaOnce(ctx context.Context, fn func(c *conn, sc *schema) error) error {
-	return p.read(ctx, func(c *conn) error {
+	return p.readTx(ctx, func(c *conn) error {
 		sc, err := p.schemaFor(c)
 		if err != nil {
 			return err
