@@ -46,6 +46,9 @@ type Options struct {
 	ExportTTL time.Duration
 }
 
+// defaultMaxInsertRows is the zero value of Options.MaxInsertRows.
+const defaultMaxInsertRows = 10000
+
 // withDefaults returns a copy of o with every zero field set to its default.
 func (o *Options) withDefaults() Options {
 	var r Options
@@ -77,7 +80,7 @@ func (o *Options) withDefaults() Options {
 		r.QueryMaxMemory = 64 << 20
 	}
 	if r.MaxInsertRows <= 0 {
-		r.MaxInsertRows = 10000
+		r.MaxInsertRows = defaultMaxInsertRows
 	}
 	if r.ExportTTL <= 0 {
 		r.ExportTTL = 7 * 24 * time.Hour

@@ -1,6 +1,7 @@
 package projectdata
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -35,44 +36,116 @@ type QueryRequest struct {
 
 // UnmarshalJSON decodes the query body: sql or query (one of them), params
 // as an array (positional) or an object (named), and limit (an explicit
-// value below 1 is clamped to 1).
+// value below 1 is clamped to 1). It is what DecodeJSON does with a
+// QueryRequest.
 func (q *QueryRequest) UnmarshalJSON(b []byte) error {
-	var body struct {
-		SQL    *string         `json:"sql"`
-		Query  *string         `json:"query"`
-		Params json.RawMessage `json:"params"`
-		Limit  *json.Number    `json:"limit"`
+	js := newJSONStream(bytes.NewReader(b))
+	if err := q.decodeJSONStream(js); err != nil {
+		return err
 	}
-	if err := decodeJSONStrict(b, &body); err != nil {
+	return js.end()
+}
+
+// decodeJSONStream reads the query body in one pass. Params are read one
+// by one: a container where a scalar belongs, or more params than SQLite
+// takes, is refused before the rest is read.
+func (q *QueryRequest) decodeJSONStream(js *jsonStream) error {
+	badBody := errorf(ErrInvalidRequest, "the query body must be an object with sql or query, params and limit")
+	var sql, query *string
+	err := js.object(badBody, func(key string) error {
+		switch key {
+		case "sql", "query":
+			v, err := js.scalar()
+			if err != nil && err != errNotScalar {
+				return err
+			}
+			s, ok := v.(string)
+			if v == nil && err == nil {
+				return nil
+			}
+			if !ok {
+				return errorf(ErrInvalidRequest, "%s must be a string", key)
+			}
+			if key == "sql" {
+				sql = &s
+			} else {
+				query = &s
+			}
+		case "params":
+			return q.decodeParams(js)
+		case "limit":
+			v, err := js.scalar()
+			if err != nil && err != errNotScalar {
+				return err
+			}
+			if v == nil && err == nil {
+				return nil
+			}
+			n, ok := v.(json.Number)
+			i, nerr := n.Int64()
+			if !ok || nerr != nil {
+				return errorf(ErrInvalidRequest, "limit must be an integer")
+			}
+			q.Limit = int(max(1, min(i, MaxQueryLimit)))
+		default:
+			return errorf(ErrInvalidRequest, "unknown field %.40q (fields: sql or query, params, limit)", key)
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	switch {
-	case body.SQL != nil && body.Query != nil && *body.SQL != *body.Query:
+	case sql != nil && query != nil && *sql != *query:
 		return errorf(ErrInvalidRequest, "send the statement as sql or as query, not both")
-	case body.SQL != nil:
-		q.SQL = *body.SQL
-	case body.Query != nil:
-		q.SQL = *body.Query
-	}
-	if p := strings.TrimSpace(string(body.Params)); p != "" && p != "null" {
-		var err error
-		if p[0] == '[' {
-			err = decodeJSON(body.Params, &q.Args)
-		} else {
-			err = decodeJSON(body.Params, &q.Named)
-		}
-		if err != nil {
-			return errorf(ErrInvalidRequest, "params must be an array (positional) or an object (named)")
-		}
-	}
-	if body.Limit != nil {
-		n, err := body.Limit.Int64()
-		if err != nil {
-			return errorf(ErrInvalidRequest, "limit must be an integer")
-		}
-		q.Limit = int(max(1, min(n, MaxQueryLimit)))
+	case sql != nil:
+		q.SQL = *sql
+	case query != nil:
+		q.SQL = *query
 	}
 	return nil
+}
+
+// decodeParams reads params: null, an array (positional) or an object
+// (named) of at most maxQueryParams scalars.
+func (q *QueryRequest) decodeParams(js *jsonStream) error {
+	tok, err := js.token()
+	if err != nil {
+		return err
+	}
+	tooMany := errorf(ErrInvalidRequest, "a statement takes at most %d params", maxQueryParams)
+	scalar := func(name string) (any, error) {
+		v, err := js.scalar()
+		if err == errNotScalar {
+			return nil, errorf(ErrInvalidRequest, "parameter %s: a parameter must be a string, number, boolean or null", name)
+		}
+		return v, err
+	}
+	switch tok {
+	case nil:
+		return nil
+	case json.Delim('['):
+		q.Args = []any{}
+		return js.array(func(i int) error {
+			if i >= maxQueryParams {
+				return tooMany
+			}
+			v, err := scalar(strconv.Itoa(i + 1))
+			q.Args = append(q.Args, v)
+			return err
+		})
+	case json.Delim('{'):
+		q.Named = map[string]any{}
+		return js.fields(func(key string) error {
+			v, err := scalar(":" + key)
+			q.Named[key] = v
+			if len(q.Named) > maxQueryParams {
+				return tooMany
+			}
+			return err
+		})
+	}
+	return errorf(ErrInvalidRequest, "params must be an array (positional) or an object (named)")
 }
 
 // QueryResult is the answer to a query.
@@ -467,15 +540,4 @@ func recoverOOM(err *error) {
 		return
 	}
 	panic(r)
-}
-
-// decodeJSONStrict decodes one JSON object refusing unknown fields.
-func decodeJSONStrict(b []byte, v any) error {
-	d := json.NewDecoder(strings.NewReader(string(b)))
-	d.UseNumber()
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return errorf(ErrInvalidRequest, "the query body must be an object with sql or query, params and limit")
-	}
-	return nil
 }
