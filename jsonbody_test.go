@@ -77,7 +77,6 @@ func namedParams(n int) string {
 	return b.String()
 }
 
-
 func TestDecodeQueryRequest(t *testing.T) {
 	is := is.New(t)
 	var q projectdata.QueryRequest
