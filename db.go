@@ -37,6 +37,9 @@ type project struct {
 	wsem   chan struct{} // holds the writer; capacity 1
 	writer *conn
 
+	asem chan struct{} // holds auth; capacity 1
+	auth *conn         // read-only connection of authentication; nil until used
+
 	rsem    chan struct{} // one slot per reader in use
 	rmu     sync.Mutex
 	readers []*conn // idle readers
@@ -64,6 +67,7 @@ func (p *project) open() error {
 	if err != nil {
 		return errors.Wrapf(err, "open project %q", p.slug)
 	}
+	p.store.heap.track(w)
 	if err := migrate(w); err != nil {
 		w.close()
 		return errors.Wrapf(err, "migrate project %q", p.slug)
@@ -71,6 +75,7 @@ func (p *project) open() error {
 	p.writer = w
 	p.wsem = make(chan struct{}, 1)
 	p.rsem = make(chan struct{}, p.store.opts.MaxReadersPerProject)
+	p.asem = make(chan struct{}, 1)
 	p.lastUsed = make(map[int64]time.Time)
 	p.sweepExports()
 	return nil
@@ -95,6 +100,11 @@ func (p *project) close() error {
 			first = err
 		}
 	}
+	if p.auth != nil {
+		if err := p.auth.close(); err != nil && first == nil {
+			first = err
+		}
+	}
 	if p.writer != nil {
 		if err := p.writer.close(); err != nil && first == nil {
 			first = err
@@ -105,14 +115,16 @@ func (p *project) close() error {
 
 // write runs fn in an immediate transaction on the writer connection: all
 // of fn's changes commit together, or none do (on error or panic).
-func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error) {
-	select {
-	case p.wsem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+func (p *project) write(ctx context.Context, fn func(c *conn) error) error {
+	if err := p.enter(ctx, p.wsem, "writer"); err != nil {
+		return err
 	}
 	defer func() { <-p.wsem }()
+	return p.writeTx(ctx, fn)
+}
 
+// writeTx is write's transaction, run by the holder of the writer.
+func (p *project) writeTx(ctx context.Context, fn func(c *conn) error) (err error) {
 	c := p.writer
 	old := c.db.SetInterrupt(ctx)
 	defer c.db.SetInterrupt(old)
@@ -128,10 +140,8 @@ func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error)
 // runs sees its own snapshot; use readTx for several statements that must
 // agree.
 func (p *project) read(ctx context.Context, fn func(c *conn) error) error {
-	select {
-	case p.rsem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := p.enter(ctx, p.rsem, "read connection"); err != nil {
+		return err
 	}
 	defer func() { <-p.rsem }()
 
@@ -172,14 +182,16 @@ func (p *project) takeReader() (*conn, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "open reader of project %q", p.slug)
 	}
+	p.store.heap.track(c)
 	return c, nil
 }
 
 // returnReader puts a reader back in the pool, or closes it when it is in
-// an unknown state (a transaction left open, a panic) or the project closed.
+// an unknown state (a transaction left open, a panic), its heap grew past
+// the usual size (see sqliteHeap) or the project closed.
 func (p *project) returnReader(c *conn, healthy bool) {
 	p.rmu.Lock()
-	if healthy && !p.closed {
+	if healthy && !c.discard && !p.closed {
 		p.readers = append(p.readers, c)
 		p.rmu.Unlock()
 		return
@@ -198,6 +210,10 @@ type conn struct {
 	// Its authorizer is installed once: setting an authorizer expires every
 	// prepared statement, which would empty the statement cache.
 	sandbox *sandbox
+
+	heap     *sqliteHeap // the Store's accounting, nil for a connection it does not count
+	reserved int64       // bytes reserved from heap for a query that grew
+	discard  bool        // closed, not pooled, when given back
 }
 
 // openConn opens a connection to the database at path; readOnly connections
@@ -248,6 +264,10 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 // close finalizes the cached statements and closes the connection.
 func (c *conn) close() error {
 	c.forgetStmts()
+	if c.heap != nil {
+		c.heap.closed(c)
+		c.heap = nil
+	}
 	return c.db.Close()
 }
 
