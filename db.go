@@ -37,6 +37,9 @@ type project struct {
 	wsem   chan struct{} // holds the writer; capacity 1
 	writer *conn
 
+	asem chan struct{} // holds auth; capacity 1
+	auth *conn         // read-only connection of authentication; nil until used
+
 	rsem    chan struct{} // one slot per reader in use
 	rmu     sync.Mutex
 	readers []*conn // idle readers
@@ -63,6 +66,7 @@ func (p *project) open() error {
 	if err != nil {
 		return errors.Wrapf(err, "open project %q", p.slug)
 	}
+	p.store.heap.track(w)
 	if err := migrate(w); err != nil {
 		w.close()
 		return errors.Wrapf(err, "migrate project %q", p.slug)
@@ -70,6 +74,7 @@ func (p *project) open() error {
 	p.writer = w
 	p.wsem = make(chan struct{}, 1)
 	p.rsem = make(chan struct{}, p.store.opts.MaxReadersPerProject)
+	p.asem = make(chan struct{}, 1)
 	p.lastUsed = make(map[int64]time.Time)
 	p.sweepExports()
 	return nil
@@ -94,6 +99,11 @@ func (p *project) close() error {
 			first = err
 		}
 	}
+	if p.auth != nil {
+		if err := p.auth.close(); err != nil && first == nil {
+			first = err
+		}
+	}
 	if p.writer != nil {
 		if err := p.writer.close(); err != nil && first == nil {
 			first = err
@@ -104,12 +114,16 @@ func (p *project) close() error {
 
 // write runs fn in an immediate transaction on the writer connection: all
 // of fn's changes commit together, or none do (on error or panic).
-func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error) {
-	if err := p.takeSlot(ctx, p.wsem); err != nil {
+func (p *project) write(ctx context.Context, fn func(c *conn) error) error {
+	if err := p.enter(ctx, p.wsem, "writer"); err != nil {
 		return err
 	}
 	defer func() { <-p.wsem }()
+	return p.writeTx(ctx, fn)
+}
 
+// writeTx is write's transaction, run by the holder of the writer.
+func (p *project) writeTx(ctx context.Context, fn func(c *conn) error) (err error) {
 	c := p.writer
 	old := c.db.SetInterrupt(ctx)
 	tx, err := c.db.BeginImmediate()
@@ -128,7 +142,7 @@ func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error)
 // runs sees its own snapshot; use readTx for several statements that must
 // agree.
 func (p *project) read(ctx context.Context, fn func(c *conn) error) error {
-	if err := p.takeSlot(ctx, p.rsem); err != nil {
+	if err := p.enter(ctx, p.rsem, "read connection"); err != nil {
 		return err
 	}
 	defer func() { <-p.rsem }()
@@ -178,14 +192,16 @@ func (p *project) takeReader() (*conn, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "open reader of project %q", p.slug)
 	}
+	p.store.heap.track(c)
 	return c, nil
 }
 
 // returnReader puts a reader back in the pool, or closes it when it is in
-// an unknown state (a transaction left open, a panic) or the project closed.
+// an unknown state (a transaction left open, a panic), its heap grew past
+// the usual size (see sqliteHeap) or the project closed.
 func (p *project) returnReader(c *conn, healthy bool) {
 	p.rmu.Lock()
-	if healthy && !p.closed {
+	if healthy && !c.discard && !p.closed {
 		p.readers = append(p.readers, c)
 		p.rmu.Unlock()
 		return
@@ -207,6 +223,10 @@ type conn struct {
 	// changingRegistry is set on the writer while writeSchema changes the
 	// registry: what it reads then is not cached (see schemaFor).
 	changingRegistry bool
+
+	heap     *sqliteHeap // the Store's accounting, nil for a connection it does not count
+	reserved int64       // bytes reserved from heap for a query that grew
+	discard  bool        // closed, not pooled, when given back
 }
 
 // openConn opens a connection to the database at path; readOnly connections
@@ -257,6 +277,10 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 // close finalizes the cached statements and closes the connection.
 func (c *conn) close() error {
 	c.forgetStmts()
+	if c.heap != nil {
+		c.heap.closed(c)
+		c.heap = nil
+	}
 	return c.db.Close()
 }
 

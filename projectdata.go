@@ -44,7 +44,24 @@ type Options struct {
 	MaxInsertRows int
 	// ExportTTL is how long an export file is kept. Zero: 7 days.
 	ExportTTL time.Duration
+	// QueueTimeout bounds how long an operation waits for a connection of
+	// its project (a reader, or the writer); a longer wait fails with
+	// ErrServerBusy. Zero: 2s.
+	QueueTimeout time.Duration
+	// MaxSQLiteMemory caps the memory of every SQLite connection of the
+	// Store together: each open connection counts for the usual heap of a
+	// reader (8 MiB), and a query that needs more reserves
+	// QueryMaxMemory until it ends. A query that would pass the cap fails
+	// with ErrServerBusy; writes are never refused for it. Zero: 512 MiB.
+	MaxSQLiteMemory int64
+	// QueryMaxSQLBytes bounds the SQL text of one query
+	// (ErrInvalidRequest). SQLite cannot interrupt the parsing of a
+	// statement, so this bounds its time. Zero: 100,000 bytes.
+	QueryMaxSQLBytes int
 }
+
+// defaultMaxInsertRows is the zero value of Options.MaxInsertRows.
+const defaultMaxInsertRows = 10000
 
 // withDefaults returns a copy of o with every zero field set to its default.
 func (o *Options) withDefaults() Options {
@@ -77,10 +94,19 @@ func (o *Options) withDefaults() Options {
 		r.QueryMaxMemory = 64 << 20
 	}
 	if r.MaxInsertRows <= 0 {
-		r.MaxInsertRows = 10000
+		r.MaxInsertRows = defaultMaxInsertRows
 	}
 	if r.ExportTTL <= 0 {
 		r.ExportTTL = 7 * 24 * time.Hour
+	}
+	if r.QueueTimeout <= 0 {
+		r.QueueTimeout = 2 * time.Second
+	}
+	if r.MaxSQLiteMemory <= 0 {
+		r.MaxSQLiteMemory = 512 << 20
+	}
+	if r.QueryMaxSQLBytes <= 0 {
+		r.QueryMaxSQLBytes = 100000
 	}
 	return r
 }
@@ -102,7 +128,8 @@ type Store struct {
 	projects map[string]*list.Element // slug → element of lru holding *project
 	lru      *list.List               // most recently used at the front
 
-	queue queueStats // waits for a connection, for Stats
+	queue queueStats  // waits for a connection, for Stats
+	heap  *sqliteHeap // SQLite memory of every connection, against MaxSQLiteMemory
 }
 
 // Open returns a Store over the data folder dir, creating the folder if
@@ -124,6 +151,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		projects: make(map[string]*list.Element),
 		lru:      list.New(),
 	}
+	s.heap = &sqliteHeap{max: s.opts.MaxSQLiteMemory}
 	s.idle = sync.NewCond(&s.mu)
 	return s, nil
 }

@@ -22,46 +22,45 @@ type Row map[string]any
 
 // UnmarshalJSON decodes a JSON object keeping numbers exact (json.Number),
 // so integers keep their full int64 precision. null is a nil Row. Anything
-// but an object is ErrInvalidRequest.
+// but an object is ErrInvalidRequest; a nested object or array as a value
+// is ErrInvalidColumnValue.
 func (r *Row) UnmarshalJSON(b []byte) error {
-	var m map[string]any
-	if err := decodeJSON(b, &m); err != nil {
-		return errorf(ErrInvalidRequest, "a row must be a JSON object of column name to value")
+	if string(bytes.TrimSpace(b)) == "null" {
+		*r = nil
+		return nil
 	}
-	*r = m
+	row, err := newJSONStream(bytes.NewReader(b)).rowObject("a row")
+	if err != nil {
+		return err
+	}
+	*r = row
 	return nil
 }
 
-// DecodeRows decodes the body of an insert: one JSON object (one row) or an
-// array of objects. Numbers stay exact (json.Number).
+// DecodeRows decodes the body of an insert from r: one JSON object (one
+// row) or an array of objects. Numbers stay exact (json.Number). It reads
+// r as a stream and stops at the first fault: row maxRows+1 (zero: 10,000)
+// is ErrTooManyRows before the rest is read.
 //
 // Errors: ErrInvalidJSON for malformed JSON, ErrInvalidRequest when the
-// body or one of its elements is not an object.
-func DecodeRows(data []byte) ([]Row, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, errorf(ErrInvalidJSON, "the body is not valid JSON")
+// body or one of its elements is not an object, ErrInvalidColumnValue for
+// a nested object or array as a value, ErrTooManyRows, and any error r
+// returns.
+func DecodeRows(r io.Reader, maxRows int) ([]Row, error) {
+	if maxRows <= 0 {
+		maxRows = defaultMaxInsertRows
 	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, errorf(ErrInvalidJSON, "the body holds more than one JSON value")
+	js := newJSONStream(r)
+	rows, err := js.rows(maxRows)
+	if err != nil {
+		return nil, jsonError(err)
 	}
-	switch v := v.(type) {
-	case map[string]any:
-		return []Row{v}, nil
-	case []any:
-		rows := make([]Row, len(v))
-		for i, item := range v {
-			m, ok := item.(map[string]any)
-			if !ok {
-				return nil, errorf(ErrInvalidRequest, "row %d must be a JSON object of column name to value", i)
-			}
-			rows[i] = m
-		}
-		return rows, nil
-	}
-	return nil, errorf(ErrInvalidRequest, "the body must be a row object or an array of row objects")
+	return rows, js.end()
+}
+
+// DecodeRows is DecodeRows with the Store's Options.MaxInsertRows.
+func (s *Store) DecodeRows(r io.Reader) ([]Row, error) {
+	return DecodeRows(r, s.opts.MaxInsertRows)
 }
 
 // InsertResult reports an insert.

@@ -75,7 +75,7 @@ func (c *Change[T]) UnmarshalJSON(b []byte) error {
 			return errorf(ErrInvalidRequest, "null is not a valid %s value", t)
 		}
 	}
-	return decodeJSON(b, &c.To)
+	return decodeJSONValue(b, &c.To)
 }
 
 // TableUpdate lists the changes to a table; unset fields stay as they are.
@@ -206,7 +206,7 @@ func loadSchema(c *conn) (*schema, error) {
 			UpdatedAt:  timeOrZero(st, 9),
 		}}
 		if st.ColumnType(5) != sqlite3.NULL {
-			if err := decodeJSON(st.ColumnRawText(5), &col.DefaultValue); err != nil {
+			if err := decodeJSONValue(st.ColumnRawText(5), &col.DefaultValue); err != nil {
 				return errors.Wrap(err, "column default")
 			}
 		}
@@ -238,13 +238,6 @@ func timeOrZero(st *sqlite3.Stmt, col int) Timestamp {
 		return *t
 	}
 	return Timestamp{}
-}
-
-// decodeJSON decodes b keeping numbers exact (json.Number).
-func decodeJSON(b []byte, v any) error {
-	d := json.NewDecoder(strings.NewReader(string(b)))
-	d.UseNumber()
-	return d.Decode(v)
 }
 
 // schemaFor returns the project's registry as c's transaction sees it:

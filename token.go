@@ -350,7 +350,7 @@ func (s *Store) Authenticate(ctx context.Context, slug, secret string) (Caller, 
 			tok                  Token
 			expires, revoked, lu *Timestamp
 		)
-		err := p.read(ctx, func(c *conn) (err error) {
+		err := p.readAuth(ctx, func(c *conn) (err error) {
 			found, err = c.queryRow(`SELECT `+tokenColumns+` FROM _pd_tokens WHERE secret_sha256 = ?`, []any{hash[:]}, func(st *sqlite3.Stmt) error {
 				tok = scanToken(st)
 				expires, revoked, lu = tok.ExpiresAt, tok.RevokedAt, tok.LastUsedAt
@@ -395,9 +395,18 @@ func (p *project) touchToken(ctx context.Context, id int64, stored *Timestamp, n
 	p.lastUsed[id] = minute
 	p.lastUsedMu.Unlock()
 
-	err := p.write(context.WithoutCancel(ctx), func(c *conn) error {
+	// Authentication never waits for the writer: when it is busy, the
+	// minute is recorded by a later request.
+	ran, err := p.tryWrite(context.WithoutCancel(ctx), func(c *conn) error {
 		return c.exec(`UPDATE _pd_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`, minute, id, minute)
 	})
+	if !ran || err != nil {
+		p.lastUsedMu.Lock()
+		if p.lastUsed[id].Equal(minute) {
+			delete(p.lastUsed, id)
+		}
+		p.lastUsedMu.Unlock()
+	}
 	if err != nil {
 		p.store.opts.Logger.Warn("record token use", "project", p.slug, "token_id", id, "err", err)
 	}

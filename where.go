@@ -42,77 +42,140 @@ type Condition struct {
 // value its operator needs is ErrInvalidWhere.
 type Where []Condition
 
+// Where bounds: more conditions than maxWhereConditions would outgrow
+// SQLite's expression depth (they are joined by AND), and an in or not_in
+// list holds at most maxWhereListValues values.
+const (
+	maxWhereConditions = 256
+	maxWhereListValues = 10000
+)
+
 // UnmarshalJSON decodes the object or the array form; null is an empty
-// Where.
+// Where. It reads the conditions as a stream and refuses the first one too
+// many.
 func (w *Where) UnmarshalJSON(b []byte) error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	tok, err := d.Token()
+	js := newJSONStream(bytes.NewReader(b))
+	tok, err := js.token()
 	if err != nil {
 		return errorf(ErrInvalidWhere, "where must be an object or an array of conditions")
 	}
 	out := Where{}
+	tooMany := func() error {
+		if len(out) > maxWhereConditions {
+			return errorf(ErrInvalidWhere, "where takes at most %d conditions", maxWhereConditions)
+		}
+		return nil
+	}
 	switch tok {
 	case nil:
 		*w = nil
 		return nil
 	case json.Delim('{'):
-		for d.More() {
-			key, err := d.Token()
+		err = js.fields(func(key string) error {
+			v, err := js.scalar()
+			if err == errNotScalar {
+				v, err = js.scalarList(len(out))
+			}
 			if err != nil {
-				return errorf(ErrInvalidWhere, "where is not a valid object")
+				return err
 			}
-			var v any
-			if err := d.Decode(&v); err != nil {
-				return errorf(ErrInvalidWhere, "where: the value of %q is not valid JSON", key)
-			}
-			out = append(out, Condition{Column: key.(string), Op: "=", Value: v})
-		}
+			out = append(out, Condition{Column: key, Op: "=", Value: v})
+			return tooMany()
+		})
 	case json.Delim('['):
-		for i := 0; d.More(); i++ {
-			var fields map[string]json.RawMessage
-			if err := d.Decode(&fields); err != nil || fields == nil {
-				return errorf(ErrInvalidWhere, "where condition %d must be an object {column, op, value}", i)
-			}
-			c, err := decodeCondition(i, fields)
+		err = js.array(func(i int) error {
+			c, err := js.condition(i)
 			if err != nil {
 				return err
 			}
 			out = append(out, c)
-		}
+			return tooMany()
+		})
 	default:
 		return errorf(ErrInvalidWhere, "where must be an object or an array of conditions")
+	}
+	if err != nil {
+		if ErrorCode(err) == ErrInvalidJSON {
+			return errorf(ErrInvalidWhere, "where is not valid JSON")
+		}
+		return err
 	}
 	*w = out
 	return nil
 }
 
-// decodeCondition decodes the fields of the array form's condition i.
-func decodeCondition(i int, fields map[string]json.RawMessage) (Condition, error) {
-	var c Condition
-	for name, raw := range fields {
-		var err error
+// condition reads the array form's condition i: {column, op, value}, the
+// value a scalar or an array of scalars.
+func (js *jsonStream) condition(i int) (Condition, error) {
+	var (
+		c        Condition
+		hasValue bool
+	)
+	wrongType := func(name string) error {
+		return errorf(ErrInvalidWhere, "where condition %d: field %q has the wrong type", i, name)
+	}
+	notObject := errorf(ErrInvalidWhere, "where condition %d must be an object {column, op, value}", i)
+	err := js.object(notObject, func(name string) error {
 		switch name {
-		case "column":
-			err = json.Unmarshal(raw, &c.Column)
-		case "op":
-			err = json.Unmarshal(raw, &c.Op)
+		case "column", "op":
+			v, err := js.scalar()
+			s, ok := v.(string)
+			if err != nil || !ok {
+				return wrongType(name)
+			}
+			if name == "column" {
+				c.Column = s
+			} else {
+				c.Op = s
+			}
 		case "value":
-			err = decodeJSON(raw, &c.Value)
+			hasValue = true
+			v, err := js.scalar()
+			if err == errNotScalar {
+				v, err = js.scalarList(i)
+			}
+			if err != nil {
+				return err
+			}
+			c.Value = v
 		default:
-			return c, errorf(ErrInvalidWhere, "where condition %d: unknown field %.40q (fields: column, op, value)", i, name)
+			return errorf(ErrInvalidWhere, "where condition %d: unknown field %.40q (fields: column, op, value)", i, name)
 		}
-		if err != nil {
-			return c, errorf(ErrInvalidWhere, "where condition %d: field %q has the wrong type", i, name)
-		}
+		return nil
+	})
+	if err != nil {
+		return c, err
 	}
 	if c.Column == "" || c.Op == "" {
 		return c, errorf(ErrInvalidWhere, "where condition %d needs a column and an op", i)
 	}
-	if _, ok := fields["value"]; !ok && !whereOps[strings.ToLower(c.Op)].noValue {
+	if !hasValue && !whereOps[strings.ToLower(c.Op)].noValue {
 		return c, errorf(ErrInvalidWhere, "where condition %d: op %.20q needs a value", i, c.Op)
 	}
 	return c, nil
+}
+
+// scalarList reads the rest of a value that scalar found to be a
+// container: an array of at most maxWhereListValues scalars.
+func (js *jsonStream) scalarList(i int) ([]any, error) {
+	bad := errorf(ErrInvalidWhere, "where condition %d: the value must be a scalar or an array of scalars", i)
+	// scalar consumed the opening delimiter; an object is refused here.
+	list := []any{}
+	if js.lastDelim != '[' {
+		return nil, bad
+	}
+	err := js.array(func(int) error {
+		v, err := js.scalar()
+		if err == errNotScalar {
+			return bad
+		}
+		list = append(list, v)
+		if len(list) > maxWhereListValues {
+			return errorf(ErrInvalidWhere, "where condition %d: a list takes at most %d values", i, maxWhereListValues)
+		}
+		return err
+	})
+	return list, err
 }
 
 // whereOp is how an operator becomes SQL.
@@ -142,6 +205,9 @@ var whereOps = map[string]whereOp{
 // the registry, quoted, and operators from whereOps reach the SQL text, so
 // one shape of condition always gives the same statement.
 func (w Where) appendSQL(t *tableInfo, sql *strings.Builder, args []any) ([]any, error) {
+	if len(w) > maxWhereConditions {
+		return nil, errorf(ErrInvalidWhere, "where takes at most %d conditions", maxWhereConditions)
+	}
 	for i, c := range w {
 		col, err := t.columnNamed(c.Column)
 		if err != nil {

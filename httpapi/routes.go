@@ -206,14 +206,14 @@ func (h *Handler) updateColumn(r *http.Request, ps httprouter.Params) (int, any,
 }
 
 func (h *Handler) insertRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
-	body, err := h.readBody(r)
+	body, err := h.body(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	if body == nil {
-		return 0, nil, errorf(pd.ErrInvalidRequest, "send a row object or an array of row objects")
+	rows, err := h.store.DecodeRows(body)
+	if pd.ErrorCode(err) == pd.ErrInvalidJSON && r.ContentLength == 0 {
+		err = errorf(pd.ErrInvalidRequest, "send a row object or an array of row objects")
 	}
-	rows, err := pd.DecodeRows(body)
 	if err != nil {
 		return 0, nil, err
 	}
