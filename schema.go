@@ -82,6 +82,18 @@ CREATE TABLE _pd_exports (
 );
 CREATE INDEX _pd_exports_status ON _pd_exports (status, created_at);
 `,
+	// Version 2: row counts of the application tables (filled for existing
+	// tables by ensureRowCounts) and the project's secrets.
+	`
+CREATE TABLE _pd_row_counts (
+	table_id  INTEGER PRIMARY KEY REFERENCES _pd_tables(id) ON DELETE CASCADE,
+	row_count INTEGER NOT NULL
+);
+CREATE TABLE _pd_secrets (
+	name  TEXT PRIMARY KEY,
+	value BLOB NOT NULL
+);
+`,
 }
 
 // migrate brings the control schema of the database on c to the newest
@@ -114,7 +126,7 @@ func migrate(c *conn) error {
 			return errors.Wrapf(err, "control schema version %d", v+1)
 		}
 	}
-	return nil
+	return ensureRowCounts(c)
 }
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
