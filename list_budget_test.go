@@ -111,8 +111,8 @@ func TestListTimeBudget(t *testing.T) {
 		} {
 			_, err = s.ListRecords(ctx, "acme", "events", opts)
 			pdtest.Code(t, err, projectdata.ErrQueryBudgetExceeded)
-			is.True(strings.Contains(err.Error(), "events"))  // the hint names the table scanned in full
-			is.True(strings.Contains(err.Error(), "index")) // and says what helps
+			is.True(strings.Contains(err.Error(), "events")) // the hint names the table scanned in full
+			is.True(strings.Contains(err.Error(), "index"))  // and says what helps
 		}
 	})
 	t.Run("UnindexedOrderOnABigTableFitsTheDefaultBudget", func(t *testing.T) {
