@@ -50,6 +50,8 @@ type project struct {
 
 	lastUsedMu sync.Mutex
 	lastUsed   map[int64]time.Time // token id → last_used_at minute written
+
+	cursorKey []byte // signs list cursors (see cursorKey); set by open
 }
 
 func (p *project) dbPath() string { return filepath.Join(p.dir, dbFileName) }
@@ -70,6 +72,10 @@ func (p *project) open() error {
 	if err := migrate(w); err != nil {
 		w.close()
 		return errors.Wrapf(err, "migrate project %q", p.slug)
+	}
+	if p.cursorKey, err = cursorKey(w); err != nil {
+		w.close()
+		return errors.Wrapf(err, "open project %q", p.slug)
 	}
 	p.writer = w
 	p.wsem = make(chan struct{}, 1)

@@ -313,6 +313,9 @@ type queryRun struct {
 	limit  int
 
 	prepared time.Duration // how long preparation took
+	// hintBudget bounds the EXPLAIN work of the budget error's hint. Zero: a
+	// tenth of Options.QueryTimeout, for SQL from the caller.
+	hintBudget time.Duration
 }
 
 // run prepares, checks, binds and steps the statement once, with SQLite's
@@ -431,7 +434,10 @@ func (q *queryRun) stepError(err error) error {
 // Options.QueryTimeout.
 func (q *queryRun) budgetError() error {
 	msg := "the query ran past its execution budget of " + q.s.opts.QueryTimeout.String()
-	hintBudget := q.s.opts.QueryTimeout / 10
+	hintBudget := q.hintBudget
+	if hintBudget == 0 {
+		hintBudget = q.s.opts.QueryTimeout / 10
+	}
 	var scans []string
 	if q.prepared < hintBudget/2 {
 		hctx, cancel := context.WithTimeout(q.ctx, hintBudget)

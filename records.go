@@ -109,34 +109,6 @@ type BulkResult struct {
 	AffectedRows int64 `json:"affected_rows"`
 }
 
-// ListOptions pages and orders ListRecords.
-type ListOptions struct {
-	// Limit is the page size, clamped to 1..1000. Zero: 100.
-	Limit int `json:"limit"`
-	// Offset is the number of rows to skip; negative is ErrInvalidRequest.
-	Offset int `json:"offset"`
-	// Order is a column name for ascending order or "-name" for
-	// descending; ties are broken by the primary key. Empty: the primary
-	// key, ascending.
-	Order string `json:"order"`
-}
-
-// RecordList is a page of a table's rows.
-type RecordList struct {
-	Table string `json:"table"`
-	Rows  []Row  `json:"rows"`
-	// Total is the number of rows in the table.
-	Total  int64 `json:"total"`
-	Limit  int   `json:"limit"`
-	Offset int   `json:"offset"`
-}
-
-// Record list limits.
-const (
-	defaultListLimit = 100
-	maxListLimit     = 1000
-)
-
 // Insert inserts rows into a table, atomically: every row or none. A row
 // with no keys gets the columns' defaults. Every value is checked against
 // its column's type before anything is written. An empty rows inserts
@@ -166,6 +138,9 @@ func (s *Store) Insert(ctx context.Context, slug, table string, rows []Row) (Ins
 			}
 			ids, err := plan.run(ctx, c)
 			if err != nil {
+				return err
+			}
+			if err := addRowCount(c, t, int64(len(ids))); err != nil {
 				return err
 			}
 			res = InsertResult{Table: t.Name, InsertedCount: len(ids), InsertedIDs: ids}
@@ -556,6 +531,9 @@ func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (D
 			if c.db.Changes() == 0 {
 				return errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
 			}
+			if err := addRowCount(c, t, -1); err != nil {
+				return err
+			}
 			id := showValue(k)
 			if s, ok := k.(string); ok {
 				id = s
@@ -568,85 +546,6 @@ func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (D
 		return DeleteResult{}, err
 	}
 	return res, nil
-}
-
-// ListRecords returns a page of a table's rows and the table's row count,
-// read from one snapshot.
-//
-// Errors: ErrColumnNotFound (an unknown order column), ErrInvalidRequest
-// (a negative offset, an order of just "-"), ErrTableNotFound,
-// ErrProjectNotFound, ErrPermissionDenied.
-func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOptions) (RecordList, error) {
-	switch {
-	case opts.Limit == 0:
-		opts.Limit = defaultListLimit
-	case opts.Limit < 1:
-		opts.Limit = 1
-	case opts.Limit > maxListLimit:
-		opts.Limit = maxListLimit
-	}
-	if opts.Offset < 0 {
-		return RecordList{}, errorf(ErrInvalidRequest, "offset must not be negative")
-	}
-	list := RecordList{Rows: []Row{}, Limit: opts.Limit, Offset: opts.Offset}
-	err := s.withProject(ctx, slug, OpListRecords, func(p *project) error {
-		// readSchema reads one snapshot: the count and the page agree.
-		return p.readSchema(ctx, func(c *conn, sc *schema) (err error) {
-			t, err := sc.lookupTable(table)
-			if err != nil {
-				return err
-			}
-			order, err := orderSQL(t, opts.Order)
-			if err != nil {
-				return err
-			}
-			list.Table = t.Name
-			if _, err := c.queryRow(`SELECT count(*) FROM `+t.quoted, nil, func(st *sqlite3.Stmt) error {
-				list.Total = st.ColumnInt64(0)
-				return nil
-			}); err != nil {
-				return err
-			}
-			vals := make([]any, len(t.columns))
-			err = c.query(selectSQL(t, order, ` LIMIT ? OFFSET ?`), []any{opts.Limit, opts.Offset}, func(st *sqlite3.Stmt) error {
-				row, err := t.scanRow(st, vals)
-				list.Rows = append(list.Rows, row)
-				return err
-			})
-			return err
-		})
-	})
-	if err != nil {
-		return RecordList{}, err
-	}
-	return list, nil
-}
-
-// orderSQL is the ORDER BY clause of a list order: "name" or "-name",
-// ties broken by the primary key; empty is the primary key.
-func orderSQL(t *tableInfo, order string) (string, error) {
-	name, desc := strings.CutPrefix(order, "-")
-	if order == "-" {
-		return "", errorf(ErrInvalidRequest, `order must be a column name, or "-" and a column name`)
-	}
-	if name == "" {
-		if t.pk == nil {
-			return "", nil
-		}
-		name = t.pk.Name
-	}
-	col, err := t.columnNamed(name)
-	if err != nil {
-		return "", err
-	}
-	sql := ` ORDER BY ` + col.quoted
-	if desc {
-		sql += ` DESC`
-	}
-	if t.pk != nil && col != t.pk {
-		sql += `, ` + t.pk.quoted
-	}
-	return sql, nil
 }
 
 // UpdateRecords sets the columns of upd.Data in every row upd.Where
@@ -734,6 +633,9 @@ func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation
 				return err
 			}
 			res = BulkResult{Table: t.Name, AffectedRows: c.db.Changes()}
+			if op == OpDeleteRecords {
+				return addRowCount(c, t, -res.AffectedRows)
+			}
 			return nil
 		})
 	})

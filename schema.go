@@ -92,6 +92,18 @@ CREATE TABLE _pd_registry (
 );
 INSERT INTO _pd_registry (id, version) VALUES (1, 1);
 `,
+	// Version 3: row counts of the application tables (filled for existing
+	// tables by ensureRowCounts) and the project's secrets.
+	`
+CREATE TABLE _pd_row_counts (
+	table_id  INTEGER PRIMARY KEY REFERENCES _pd_tables(id) ON DELETE CASCADE,
+	row_count INTEGER NOT NULL
+);
+CREATE TABLE _pd_secrets (
+	name  TEXT PRIMARY KEY,
+	value BLOB NOT NULL
+);
+`,
 }
 
 // migrate brings the control schema of the database on c to the newest
@@ -125,7 +137,7 @@ func migrate(c *conn) error {
 			return errors.Wrapf(err, "control schema version %d", v+1)
 		}
 	}
-	return nil
+	return ensureRowCounts(c)
 }
 
 // controlVersion reads the control schema's version.

@@ -376,6 +376,9 @@ func (s *Store) CreateTable(ctx context.Context, slug string, def TableDef) (Tab
 				return err
 			}
 			tableID := c.db.LastInsertRowID()
+			if err := c.exec(`INSERT INTO _pd_row_counts (table_id, row_count) VALUES (?, 0)`, tableID); err != nil {
+				return err
+			}
 			for i, col := range defs {
 				if err := insertColumnRow(c, tableID, i, col, now); err != nil {
 					return err

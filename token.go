@@ -68,6 +68,7 @@ const (
 	OpGetRecord             Operation = "get_record"
 	OpListRecords           Operation = "list_records"
 	OpDeleteRecord          Operation = "delete_record"
+	OpUpdateRecord          Operation = "update_record"
 	OpUpdateRecords         Operation = "update_records"
 	OpDeleteRecords         Operation = "delete_records"
 	OpAllowAll              Operation = "allow_all" // bulk update or delete of every row
@@ -101,6 +102,7 @@ var operationRoles = map[Operation]Role{
 	OpGetRecord:             RoleRead,
 	OpListRecords:           RoleRead,
 	OpDeleteRecord:          RoleWrite,
+	OpUpdateRecord:          RoleWrite,
 	OpUpdateRecords:         RoleWrite,
 	OpDeleteRecords:         RoleWrite,
 	OpAllowAll:              RoleAdmin,

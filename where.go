@@ -280,6 +280,9 @@ func whereValue(col *columnInfo, v any) (any, error) {
 	return x, nil
 }
 
+// maxInValues bounds the values of one in or not_in condition (CONTRACT §11).
+const maxInValues = 10000
+
 // whereList returns the JSON array to bind for the values of in or not_in:
 // one parameter, whatever the number of values, so the statement is the
 // same for every list.
@@ -287,6 +290,9 @@ func whereList(col *columnInfo, v any) (string, error) {
 	items, ok := v.([]any)
 	if !ok || len(items) == 0 {
 		return "", errorf(ErrInvalidWhere, "the value for column %q must be a non-empty array of scalars", col.Name)
+	}
+	if len(items) > maxInValues {
+		return "", errorf(ErrInvalidWhere, "the values for column %q are %d; in and not_in take at most %d", col.Name, len(items), maxInValues)
 	}
 	vals := make([]any, len(items))
 	for i, item := range items {

@@ -4,7 +4,9 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -37,6 +39,7 @@ func (h *Handler) routes() {
 	h.handle(http.MethodGet, p+"/records/:table", pd.OpListRecords, h.listRecords)
 	h.handle(http.MethodGet, p+"/records/:table/:id", pd.OpGetRecord, h.getRecord)
 	h.handle(http.MethodDelete, p+"/records/:table/:id", pd.OpDeleteRecord, h.deleteRecord)
+	h.handle(http.MethodPatch, p+"/records/:table/:id", pd.OpUpdateRecord, h.updateRecord)
 	h.handle(http.MethodPatch, p+"/records/:table", pd.OpUpdateRecords, h.updateRecords)
 	h.handle(http.MethodDelete, p+"/records/:table", pd.OpDeleteRecords, h.deleteRecords)
 
@@ -223,12 +226,41 @@ func (h *Handler) insertRecords(r *http.Request, ps httprouter.Params) (int, any
 
 func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
 	q := r.URL.Query()
-	opts := pd.ListOptions{Order: q.Get("order")}
+	if err := knownParams(q, "where", "order", "columns", "limit", "after", "offset", "count"); err != nil {
+		return 0, nil, err
+	}
+	opts := pd.ListOptions{Order: q.Get("order"), After: pd.Cursor(q.Get("after")), Count: pd.CountMode(q.Get("count"))}
 	if err := queryPage(q, &opts.Limit, &opts.Offset); err != nil {
 		return 0, nil, err
 	}
+	if q.Has("columns") {
+		opts.Columns = strings.Split(q.Get("columns"), ",")
+	}
+	if v := q.Get("where"); v != "" {
+		if _, err := pd.DecodeJSON(strings.NewReader(v), &opts.Where); err != nil {
+			if pd.ErrorCode(err) == pd.ErrInvalidJSON {
+				err = errorf(pd.ErrInvalidWhere, "where must be URL-encoded JSON: an object or an array of conditions")
+			}
+			return 0, nil, err
+		}
+	}
 	res, err := h.store.ListRecords(r.Context(), ps.ByName("project"), ps.ByName("table"), opts)
 	return http.StatusOK, res, err
+}
+
+// knownParams refuses a query parameter that is not one of names.
+func knownParams(q url.Values, names ...string) error {
+	var unknown []string
+	for name := range q {
+		if !slices.Contains(names, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return errorf(pd.ErrInvalidRequest, "unknown query parameter %.40q (known: %s)", unknown[0], strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // queryPage parses the limit and offset query parameters that are
@@ -252,6 +284,15 @@ func queryPage(q url.Values, limit, offset *int) error {
 
 func (h *Handler) getRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
 	row, err := h.store.GetRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
+	return http.StatusOK, map[string]any{"table": ps.ByName("table"), "row": row}, err
+}
+
+func (h *Handler) updateRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var data pd.Row
+	if _, err := h.decodeBody(r, &data); err != nil {
+		return 0, nil, err
+	}
+	row, err := h.store.UpdateRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"), data)
 	return http.StatusOK, map[string]any{"table": ps.ByName("table"), "row": row}, err
 }
 
@@ -299,6 +340,9 @@ func (h *Handler) dropIndex(r *http.Request, ps httprouter.Params) (int, any, er
 
 func (h *Handler) listExports(r *http.Request, ps httprouter.Params) (int, any, error) {
 	q := r.URL.Query()
+	if err := knownParams(q, "status", "limit", "offset"); err != nil {
+		return 0, nil, err
+	}
 	eq := pd.ExportQuery{Status: q.Get("status")}
 	if q.Has("status") && eq.Status == "" {
 		return 0, nil, errorf(pd.ErrInvalidExportStatus, "status must be ready, not_found or all")
