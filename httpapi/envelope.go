@@ -11,7 +11,7 @@ import (
 	"github.com/projectdata/projectdata"
 )
 
-// statusOf is the one map from error code to HTTP status (CONTRACT §8).
+// statusOf is the one map from error code to HTTP status: one status per code.
 var statusOf = map[projectdata.Code]int{
 	projectdata.ErrInvalidJSON:             http.StatusBadRequest,
 	projectdata.ErrInvalidProjectName:      http.StatusBadRequest,

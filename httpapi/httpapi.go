@@ -5,6 +5,13 @@
 // The package is thin: a handler decodes the request, calls the Store and
 // encodes the result. Every rule lives in the Store, so an application that
 // embeds the Store gets the same behaviour without HTTP.
+//
+// Besides the project routes, GET /healthz answers without a token (503
+// once BeginShutdown is called or the Store is closed), and GET /metrics
+// serves Options.Metrics when set (package prommetrics provides Prometheus
+// metrics). OPTIONS is answered 204 with Allow, and with the CORS headers
+// for the origins of Options.AllowedOrigins. Links in answers (an export's
+// download_url) start with the prefix the Handler is mounted under.
 package httpapi
 
 import (

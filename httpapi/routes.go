@@ -14,8 +14,8 @@ import (
 	pd "github.com/projectdata/projectdata"
 )
 
-// routes registers every route: the specification's and the contract's
-// extensions (CONTRACT §9).
+// routes registers every route of a project's API (operationsRoutes adds
+// /healthz and /metrics).
 func (h *Handler) routes() {
 	const p = "/projects/:project"
 	h.handle(http.MethodGet, p, pd.OpGetProject, h.getProject)

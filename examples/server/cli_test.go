@@ -65,7 +65,7 @@ func TestHelpListsEveryCommandAndExitsZero(t *testing.T) {
 			is.Equal(status, 0)
 			is.Equal(errOut, "")
 			for _, c := range commands {
-				is.True(strings.Contains(out, "server "+c.name+" ")) // every command listed
+				is.True(strings.Contains(out, "  server "+c.name)) // every command listed
 			}
 		})
 	}

@@ -123,7 +123,7 @@ func help(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(stdout, "server runs the projectdata HTTP API and manages its data folder.\n\nUsage:\n\n")
 	for _, c := range commands {
-		fmt.Fprintf(stdout, "  server %s %s\n", c.name, c.synopsis)
+		fmt.Fprintf(stdout, "  %s\n", strings.TrimSpace("server "+c.name+" "+c.synopsis))
 		fmt.Fprintf(stdout, "      %s\n", c.summary)
 	}
 	_, err := fmt.Fprint(stdout, "\nWith no command, server serves and, when the data folder holds no project,\n"+
