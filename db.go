@@ -48,6 +48,8 @@ type project struct {
 
 	lastUsedMu sync.Mutex
 	lastUsed   map[int64]time.Time // token id → last_used_at minute written
+
+	tokens tokenCache // tokens verified against the database
 }
 
 func (p *project) dbPath() string { return filepath.Join(p.dir, dbFileName) }

@@ -270,12 +270,20 @@ func (s *Store) closeQuietly(p *project) {
 
 // withProject runs fn with the open project, after checking that the
 // caller in ctx (if any) may do op on it; an empty op checks no caller.
+// A project pinned by ctx (see Pin) is used as it is.
 func (s *Store) withProject(ctx context.Context, slug string, op Operation, fn func(p *project) error) error {
-	p, err := s.acquire(ctx, slug)
-	if err != nil {
-		return err
+	p, ok := s.pinned(ctx, slug)
+	if ok {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if p, err = s.acquire(ctx, slug); err != nil {
+			return err
+		}
+		defer s.release(p)
 	}
-	defer s.release(p)
 	if op != "" {
 		if err := authorize(ctx, slug, op); err != nil {
 			return err

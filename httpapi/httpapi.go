@@ -199,7 +199,13 @@ func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn
 func (h *Handler) guard(op projectdata.Operation, serve func(http.ResponseWriter, *http.Request, httprouter.Params, *exchange)) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		x := newExchange(w, r, h)
-		ctx, err := h.authenticate(r.Context(), w, ps.ByName("project"), r.Header.Get("Authorization"), op)
+		// One lookup of the project serves the token check and the
+		// operation.
+		ctx, release, err := h.store.Pin(r.Context(), ps.ByName("project"))
+		defer release()
+		if err == nil {
+			ctx, err = h.authenticate(ctx, w, ps.ByName("project"), r.Header.Get("Authorization"), op)
+		}
 		if err == nil {
 			err = x.opHeaderErr
 		}
