@@ -36,6 +36,7 @@ type project struct {
 
 	wsem   chan struct{} // holds the writer; capacity 1
 	writer *conn
+	wq     writeQueue // writes waiting for the writer (writer.go)
 
 	rsem    chan struct{} // one slot per reader in use
 	rmu     sync.Mutex
@@ -103,27 +104,6 @@ func (p *project) close() error {
 		}
 	}
 	return first
-}
-
-// write runs fn in an immediate transaction on the writer connection: all
-// of fn's changes commit together, or none do (on error or panic).
-func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error) {
-	select {
-	case p.wsem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-p.wsem }()
-
-	c := p.writer
-	old := c.db.SetInterrupt(ctx)
-	defer c.db.SetInterrupt(old)
-	tx, err := c.db.BeginImmediate()
-	if err != nil {
-		return dbError(ctx, err)
-	}
-	defer tx.End(&err)
-	return fn(c)
 }
 
 // read runs fn on a read-only connection from the pool. Each statement fn

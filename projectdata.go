@@ -44,6 +44,11 @@ type Options struct {
 	MaxInsertRows int
 	// ExportTTL is how long an export file is kept. Zero: 7 days.
 	ExportTTL time.Duration
+	// MaxWriteGroup bounds how many concurrent writes to one project share
+	// one transaction (group commit; each write in its own savepoint, and
+	// acknowledged only after the shared commit). Zero: 128. One: every
+	// write commits in a transaction of its own.
+	MaxWriteGroup int
 }
 
 // withDefaults returns a copy of o with every zero field set to its default.
@@ -81,6 +86,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.ExportTTL <= 0 {
 		r.ExportTTL = 7 * 24 * time.Hour
+	}
+	if r.MaxWriteGroup <= 0 {
+		r.MaxWriteGroup = 128
 	}
 	return r
 }

@@ -715,7 +715,7 @@ func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation
 		} else if len(where) == 0 {
 			return errorf(ErrWhereRequired, "an explicit where clause is required unless an administrator sets allow_all")
 		}
-		return p.write(ctx, func(c *conn) error {
+		return p.writeAlone(ctx, func(c *conn) error {
 			t, err := p.tableFor(c, table)
 			if err != nil {
 				return err

@@ -282,7 +282,7 @@ func (p *project) invalidateSchema() {
 // reader keeps a registry loaded before the commit).
 func (p *project) writeSchema(ctx context.Context, fn func(c *conn, sc *schema) error) error {
 	defer p.invalidateSchema()
-	return p.write(ctx, func(c *conn) error {
+	return p.writeAlone(ctx, func(c *conn) error {
 		defer p.invalidateSchema()
 		sc, err := loadSchema(c)
 		if err != nil {
