@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -41,6 +42,7 @@ type Handler struct {
 	router *httprouter.Router
 	log    *slog.Logger
 	opts   Options
+	bodies sync.Pool // *bytes.Buffer for encoding responses
 }
 
 // New returns the HTTP API over store. A nil opts means the defaults.
