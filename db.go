@@ -36,6 +36,7 @@ type project struct {
 
 	wsem   chan struct{} // holds the writer; capacity 1
 	writer *conn
+	wq     writeQueue // writes waiting for the writer (writer.go)
 
 	asem chan struct{} // holds auth; capacity 1
 	auth *conn         // read-only connection of authentication; nil until used
@@ -51,7 +52,8 @@ type project struct {
 	lastUsedMu sync.Mutex
 	lastUsed   map[int64]time.Time // token id → last_used_at minute written
 
-	cursorKey []byte // signs list cursors (see cursorKey); set by open
+	cursorKey []byte     // signs list cursors (see cursorKey); set by open
+	tokens    tokenCache // tokens verified against the database
 }
 
 func (p *project) dbPath() string { return filepath.Join(p.dir, dbFileName) }
@@ -116,32 +118,6 @@ func (p *project) close() error {
 		}
 	}
 	return first
-}
-
-// write runs fn in an immediate transaction on the writer connection: all
-// of fn's changes commit together, or none do (on error or panic).
-func (p *project) write(ctx context.Context, fn func(c *conn) error) error {
-	if err := p.enter(ctx, p.wsem, "writer"); err != nil {
-		return err
-	}
-	defer func() { <-p.wsem }()
-	return p.writeTx(ctx, fn)
-}
-
-// writeTx is write's transaction, run by the holder of the writer.
-func (p *project) writeTx(ctx context.Context, fn func(c *conn) error) (err error) {
-	c := p.writer
-	old := c.db.SetInterrupt(ctx)
-	tx, err := c.db.BeginImmediate()
-	if err != nil {
-		c.db.SetInterrupt(old)
-		return dbError(ctx, err)
-	}
-	defer tx.End(&err)
-	// Runs before tx.End: work that finished commits even if ctx ended
-	// meanwhile; work that ctx interrupted failed, so it rolls back.
-	defer c.db.SetInterrupt(old)
-	return fn(c)
 }
 
 // read runs fn on a read-only connection from the pool. Each statement fn

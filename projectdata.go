@@ -58,6 +58,11 @@ type Options struct {
 	// (ErrInvalidRequest). SQLite cannot interrupt the parsing of a
 	// statement, so this bounds its time. Zero: 100,000 bytes.
 	QueryMaxSQLBytes int
+	// MaxWriteGroup bounds how many concurrent writes to one project share
+	// one transaction (group commit; each write in its own savepoint, and
+	// acknowledged only after the shared commit). Zero: 128. One: every
+	// write commits in a transaction of its own.
+	MaxWriteGroup int
 }
 
 // defaultMaxInsertRows is the zero value of Options.MaxInsertRows.
@@ -107,6 +112,10 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.QueryMaxSQLBytes <= 0 {
 		r.QueryMaxSQLBytes = 100000
+
+	}
+	if r.MaxWriteGroup <= 0 {
+		r.MaxWriteGroup = 128
 	}
 	return r
 }
@@ -318,12 +327,20 @@ func (s *Store) closeQuietly(p *project) {
 
 // withProject runs fn with the open project, after checking that the
 // caller in ctx (if any) may do op on it; an empty op checks no caller.
+// A project pinned by ctx (see Pin) is used as it is.
 func (s *Store) withProject(ctx context.Context, slug string, op Operation, fn func(p *project) error) error {
-	p, err := s.acquire(ctx, slug)
-	if err != nil {
-		return err
+	p, ok := s.pinned(ctx, slug)
+	if ok {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if p, err = s.acquire(ctx, slug); err != nil {
+			return err
+		}
+		defer s.release(p)
 	}
-	defer s.release(p)
 	if op != "" {
 		if err := authorize(ctx, slug, op); err != nil {
 			return err

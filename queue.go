@@ -60,7 +60,12 @@ func (p *project) tryWrite(ctx context.Context, fn func(c *conn) error) (bool, e
 		return false, nil
 	}
 	defer func() { <-p.wsem }()
-	return true, p.writeTx(ctx, fn)
+	r := &writeRequest{ctx: ctx, fn: fn, alone: true, done: make(chan struct{})}
+	p.runAlone(r)
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	return true, r.err
 }
 
 // readAuth runs fn on the project's connection for authentication, a

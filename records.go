@@ -127,14 +127,23 @@ func (s *Store) Insert(ctx context.Context, slug, table string, rows []Row) (Ins
 		if len(rows) > s.opts.MaxInsertRows {
 			return errorf(ErrTooManyRows, "an insert takes at most %d rows; %d were given", s.opts.MaxInsertRows, len(rows))
 		}
+		// Checking the rows against a cached registry before taking the
+		// writer lets one insert's checks overlap another's SQLite work;
+		// the plan is used only if the registry is still the same there.
+		var early *insertPlan
+		if t := p.cachedTable(table); t != nil {
+			early, _ = planInsert(t, rows)
+		}
 		return p.write(ctx, func(c *conn) error {
 			t, err := p.tableFor(c, table)
 			if err != nil {
 				return err
 			}
-			plan, err := planInsert(t, rows)
-			if err != nil {
-				return err
+			plan := early
+			if plan == nil || plan.t != t {
+				if plan, err = planInsert(t, rows); err != nil {
+					return err
+				}
 			}
 			ids, err := plan.run(ctx, c)
 			if err != nil {
@@ -161,6 +170,22 @@ func (p *project) tableFor(c *conn, ref string) (*tableInfo, error) {
 		return nil, err
 	}
 	return sc.lookupTable(ref)
+}
+
+// cachedTable returns a table of the cached registry, or nil when there
+// is none or it has no such table.
+func (p *project) cachedTable(ref string) *tableInfo {
+	p.schemaMu.Lock()
+	sc := p.schema
+	p.schemaMu.Unlock()
+	if sc == nil {
+		return nil
+	}
+	t, err := sc.lookupTable(ref)
+	if err != nil {
+		return nil
+	}
+	return t
 }
 
 // colValue is one column of a row with its converted value.
@@ -612,7 +637,7 @@ func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation
 		} else if len(where) == 0 {
 			return errorf(ErrWhereRequired, "an explicit where clause is required unless an administrator sets allow_all")
 		}
-		return p.write(ctx, func(c *conn) error {
+		return p.writeAlone(ctx, func(c *conn) error {
 			t, err := p.tableFor(c, table)
 			if err != nil {
 				return err

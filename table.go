@@ -297,7 +297,7 @@ func (p *project) invalidateSchema() {
 // connection (of this Store or of another on the same folder) reloads the
 // registry once the change commits, and fn gets a freshly loaded registry.
 func (p *project) writeSchema(ctx context.Context, fn func(c *conn, sc *schema) error) error {
-	return p.write(ctx, func(c *conn) error {
+	return p.writeAlone(ctx, func(c *conn) error {
 		c.changingRegistry = true
 		defer func() { c.changingRegistry = false }()
 		if err := c.exec(`UPDATE _pd_registry SET version = version + 1 WHERE id = 1`); err != nil {

@@ -317,6 +317,9 @@ func (s *Store) ListTokens(ctx context.Context, slug string) ([]Token, error) {
 func (s *Store) RevokeToken(ctx context.Context, slug string, id int64) (Token, error) {
 	var tok Token
 	err := s.withProject(ctx, slug, OpRevokeToken, func(p *project) error {
+		// Once the revocation may have committed, no cached verification
+		// of any token stands.
+		defer p.tokens.forget()
 		return p.write(ctx, func(c *conn) error {
 			if err := c.exec(`UPDATE _pd_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.now(), id); err != nil {
 				return err
@@ -337,6 +340,9 @@ func (s *Store) RevokeToken(ctx context.Context, slug string, id int64) (Token, 
 // Authenticate checks a token secret (pat_…) against the project and
 // returns its caller; put it in the context with WithCaller. It records
 // last_used_at to the minute, writing at most once a minute per token.
+// A verified token is remembered for up to a second: a revocation by this
+// Store takes effect at once, one by another Store on the same folder
+// within a second; expiry is checked on every call.
 //
 // Errors: ErrInvalidProjectSlug, ErrProjectNotFound, then ErrInvalidToken
 // for an unknown, revoked or expired token or one of another project.
@@ -347,36 +353,49 @@ func (s *Store) Authenticate(ctx context.Context, slug, secret string) (Caller, 
 			return errorf(ErrInvalidToken, "the token is not a Project API Token")
 		}
 		hash := sha256.Sum256([]byte(secret))
-		var (
-			found                bool
-			tok                  Token
-			expires, revoked, lu *Timestamp
-		)
-		err := p.readAuth(ctx, func(c *conn) (err error) {
-			found, err = c.queryRow(`SELECT `+tokenColumns+` FROM _pd_tokens WHERE secret_sha256 = ?`, []any{hash[:]}, func(st *sqlite3.Stmt) error {
-				tok = scanToken(st)
-				expires, revoked, lu = tok.ExpiresAt, tok.RevokedAt, tok.LastUsedAt
-				return nil
-			})
-			return err
-		})
-		switch {
-		case err != nil:
-			return err
-		case !found:
-			return errorf(ErrInvalidToken, "the token is not valid for project %q", slug)
-		case revoked != nil:
-			return errorf(ErrInvalidToken, "the token has been revoked")
-		}
 		now := s.now()
-		if expires != nil && !expires.After(now) {
+		tok, cached, gen := p.tokens.lookup(hash, now)
+		if !cached {
+			var err error
+			if tok, err = p.readToken(ctx, hash); err != nil {
+				return err
+			}
+		}
+		if tok.ExpiresAt != nil && !tok.ExpiresAt.After(now) {
 			return errorf(ErrInvalidToken, "the token has expired")
 		}
+		if !cached {
+			p.tokens.remember(hash, tok, now, gen)
+		}
 		caller = Caller{Project: slug, TokenID: tok.ID, Role: tok.Role}
-		p.touchToken(ctx, tok.ID, lu, now)
+		p.touchToken(ctx, tok.ID, tok.LastUsedAt, now)
 		return nil
 	})
 	return caller, err
+}
+
+// readToken reads the token whose secret has the SHA-256 hash, on the
+// authentication connection (see readAuth); unknown and revoked tokens are
+// ErrInvalidToken.
+func (p *project) readToken(ctx context.Context, hash [32]byte) (Token, error) {
+	var tok Token
+	var found bool
+	err := p.readAuth(ctx, func(c *conn) (err error) {
+		found, err = c.queryRow(`SELECT `+tokenColumns+` FROM _pd_tokens WHERE secret_sha256 = ?`, []any{hash[:]}, func(st *sqlite3.Stmt) error {
+			tok = scanToken(st)
+			return nil
+		})
+		return err
+	})
+	switch {
+	case err != nil:
+		return Token{}, err
+	case !found:
+		return Token{}, errorf(ErrInvalidToken, "the token is not valid for project %q", p.slug)
+	case tok.RevokedAt != nil:
+		return Token{}, errorf(ErrInvalidToken, "the token has been revoked")
+	}
+	return tok, nil
 }
 
 // touchToken records that a token was used in this minute, unless that is

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -135,11 +136,17 @@ func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, 
 	env.RequestID = x.requestID
 	env.OperationKey, env.OperationRunID, env.OperationGroupingStatus = x.opKey, x.opRunID, x.opGrouping
 	env.Meta.GeneratedAt = projectdata.Timestamp{Time: h.opts.Now()}
-	body, err := json.Marshal(env)
-	if err != nil {
+	buf, _ := h.bodies.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	defer h.putBody(buf)
+	// Encode writes what json.Marshal makes, and a newline.
+	if err := json.NewEncoder(buf).Encode(env); err != nil {
 		h.log.Error("encode response", "request_id", x.requestID, "err", err)
 		status = http.StatusInternalServerError
-		body, _ = json.Marshal(envelope{
+		buf.Reset()
+		json.NewEncoder(buf).Encode(envelope{
 			Error:     &errorBody{Code: projectdata.ErrInternal, Message: "internal error; quote request_id " + x.requestID + " when reporting it"},
 			RequestID: x.requestID,
 			Meta:      env.Meta,
@@ -147,7 +154,20 @@ func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, 
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(append(body, '\n'))
+	w.Write(buf.Bytes())
+}
+
+// maxPooledBody is the largest buffer kept for reuse: a rare large answer
+// does not pin its memory.
+const maxPooledBody = 64 << 10
+
+// putBody gives a response buffer back for reuse.
+func (h *Handler) putBody(b *bytes.Buffer) {
+	if b.Cap() > maxPooledBody {
+		return
+	}
+	b.Reset()
+	h.bodies.Put(b)
 }
 
 // body returns the request body as a stream bounded by MaxBodyBytes: a

@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,7 @@ type Handler struct {
 
 	origins      originSet   // from Options.AllowedOrigins
 	shuttingDown atomic.Bool // set by BeginShutdown
+	bodies       sync.Pool   // *bytes.Buffer for encoding responses
 }
 
 // New returns the HTTP API over store. A nil opts means the defaults.
@@ -226,7 +228,13 @@ func (h *Handler) guard(route string, op projectdata.Operation, serve func(http.
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		noteRoute(w, route)
 		x := newExchange(w, r, h)
-		ctx, err := h.authenticate(r.Context(), w, ps.ByName("project"), r.Header.Get("Authorization"), op)
+		// One lookup of the project serves the token check and the
+		// operation.
+		ctx, release, err := h.store.Pin(r.Context(), ps.ByName("project"))
+		defer release()
+		if err == nil {
+			ctx, err = h.authenticate(ctx, w, ps.ByName("project"), r.Header.Get("Authorization"), op)
+		}
 		if err == nil {
 			err = x.opHeaderErr
 		}
