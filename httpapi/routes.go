@@ -118,12 +118,12 @@ func (h *Handler) listTables(r *http.Request, ps httprouter.Params) (int, any, e
 // columnBody is a column as clients send it: the add-column body, plus
 // is_primary when creating a table.
 type columnBody struct {
-	ColumnName   string `json:"column_name"`
-	ColumnType   string `json:"column_type"`
-	IsNullable   *bool  `json:"is_nullable"`
-	DefaultValue any    `json:"default_value"`
-	IsUnique     bool   `json:"is_unique"`
-	IsPrimary    bool   `json:"is_primary"`
+	ColumnName   string        `json:"column_name"`
+	ColumnType   pd.ColumnType `json:"column_type"`
+	IsNullable   *bool         `json:"is_nullable"`
+	DefaultValue any           `json:"default_value"`
+	IsUnique     bool          `json:"is_unique"`
+	IsPrimary    bool          `json:"is_primary"`
 }
 
 func (c columnBody) def() pd.ColumnDef {
