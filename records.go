@@ -382,7 +382,11 @@ func (pl *insertPlan) rowError(ctx context.Context, c *conn, i int, err error) e
 			if !col.IsUnique || args[j] == nil {
 				continue
 			}
-			found, qerr := c.queryRow(`SELECT 1 FROM `+pl.t.quoted+` WHERE `+col.quoted+` = ? LIMIT 1`, args[j:j+1], func(*sqlite3.Stmt) error { return nil })
+			found := false
+			qerr := c.queryOnce(`SELECT 1 FROM `+pl.t.quoted+` WHERE `+col.quoted+` = ? LIMIT 1`, args[j:j+1], func(*sqlite3.Stmt) error {
+				found = true
+				return nil
+			})
 			if qerr == nil && found {
 				return errorf(code, "row %d: column %q value %s already exists in table %q", i, col.Name, showValue(args[j]), pl.t.Name)
 			}

@@ -2,6 +2,8 @@ package projectdata
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -81,4 +83,61 @@ func TestWriteAndCancellation(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(count(), 1)
 	})
+}
+
+// TestStatementCacheKeepsRunningStatements: statements prepared while
+// another is being stepped fill the cache past its bound; the running one
+// is not finalized under its caller.
+func TestStatementCacheKeepsRunningStatements(t *testing.T) {
+	is := is.New(t)
+	p, _ := openTestProject(t)
+	err := p.write(context.Background(), func(c *conn) error {
+		for v := range 3 {
+			if err := c.exec(`INSERT INTO t (v) VALUES (?)`, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	is.NoErr(err)
+	err = p.read(context.Background(), func(c *conn) error {
+		rows := 0
+		err := c.query(`SELECT v FROM t ORDER BY v`, nil, func(st *sqlite3.Stmt) error {
+			is.Equal(st.ColumnInt(0), rows)
+			rows++
+			for i := range maxCachedStmts + 1 {
+				if _, err := c.queryRow(fmt.Sprintf(`SELECT %d`, i), nil, func(*sqlite3.Stmt) error { return nil }); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		is.Equal(rows, 3)
+		is.True(len(c.stmts) <= maxCachedStmts+1)
+		return err
+	})
+	is.NoErr(err)
+}
+
+// TestOneOffSQLIsNotCached: explaining a unique violation runs SQL of its
+// own, which does not take a place in the statement cache.
+func TestOneOffSQLIsNotCached(t *testing.T) {
+	is := is.New(t)
+	s, err := Open(t.TempDir(), nil)
+	is.NoErr(err)
+	defer s.Close()
+	ctx := context.Background()
+	_, _, err = s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", TableDef{Name: "t", Columns: []ColumnDef{{Name: "k", Unique: true}}})
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "t", []Row{{"k": "a"}, {"k": "a"}})
+	is.True(errors.Is(err, ErrUniqueViolation))
+	is.True(strings.Contains(err.Error(), `column "k" value "a" already exists`)) // the explanation ran
+	p, err := s.acquire(ctx, "acme")
+	is.NoErr(err)
+	defer s.release(p)
+	for sql := range p.writer.stmts {
+		is.True(!strings.Contains(sql, "LIMIT 1")) // the explanation's statement
+	}
 }
