@@ -473,7 +473,7 @@ func checkColumnDef(cd ColumnDef) (columnSpec, error) {
 	}
 	def, err := typ.convert(cd.Default)
 	if err != nil {
-		return columnSpec{}, errorf(ErrInvalidColumnValue, "default of column %q: %s", cd.Name, err)
+		return columnSpec{}, errors.WithMessagef(err, "default of column %q", cd.Name)
 	}
 	spec := columnSpec{Name: cd.Name, Type: typ, Primary: cd.Primary, Nullable: !cd.NotNull && !cd.Primary, Unique: cd.Unique || cd.Primary, Default: def}
 	return spec, nil

@@ -1,6 +1,7 @@
 package projectdata_test
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -199,4 +200,18 @@ func TestGoValues(t *testing.T) {
 			is.Equal(res.AffectedRows, int64(0))
 		}
 	})
+}
+
+// TestErrorsKeepTheirCause: a row's failure is wrapped with its index,
+// not re-formatted: the cause's code and message stay reachable.
+func TestErrorsKeepTheirCause(t *testing.T) {
+	is := is.New(t)
+	s := valuesStore(t)
+	_, err := s.Insert(ctx, "acme", "v", rows(t, `[{"i": 1}, {"i": 2}, {"i": "abc"}]`))
+	pdtest.Code(t, err, projectdata.ErrInvalidColumnValue)
+	is.True(strings.HasPrefix(err.Error(), `row 2: column "i": `))
+	var cause *projectdata.Error
+	is.True(errors.As(err, &cause))
+	is.Equal(cause.Message, `"abc" does not fit column type INTEGER`) // the cause, unchanged
+	is.Equal(cause.Code, projectdata.ErrInvalidColumnValue)
 }

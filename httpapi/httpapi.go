@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -83,7 +84,7 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
-	h.router.ServeHTTP(rec, r)
+	h.router.ServeHTTP(rec, onEscapedPath(r))
 	h.log.Info("request",
 		"method", r.Method,
 		"path", r.URL.Path,
@@ -92,6 +93,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"duration_ms", float64(time.Since(start).Microseconds())/1000,
 		"request_id", rec.Header().Get("X-Request-Id"),
 	)
+}
+
+// onEscapedPath returns r routed on its path as the client escaped it: the
+// router splits segments on the slashes sent, so an encoded slash (%2F)
+// stays inside its segment, and the parameter reaches the Store, decoded
+// by unescapeParams, to be judged as a name or id.
+func onEscapedPath(r *http.Request) *http.Request {
+	escaped := r.URL.EscapedPath()
+	if escaped == r.URL.Path {
+		return r
+	}
+	u := *r.URL
+	u.Path, u.RawPath = escaped, ""
+	r2 := *r
+	r2.URL = &u
+	return &r2
+}
+
+// unescapeParams decodes the route parameters of a request routed by
+// onEscapedPath, in place.
+func unescapeParams(ps httprouter.Params) {
+	for i, p := range ps {
+		if v, err := url.PathUnescape(p.Value); err == nil {
+			ps[i].Value = v
+		}
+	}
 }
 
 // statusRecorder remembers the status and size of a response for the
@@ -198,6 +225,7 @@ func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn
 // handles the body and the operation, with the caller in the context.
 func (h *Handler) guard(op projectdata.Operation, serve func(http.ResponseWriter, *http.Request, httprouter.Params, *exchange)) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		unescapeParams(ps)
 		x := newExchange(w, r, h)
 		ctx, err := h.authenticate(r.Context(), w, ps.ByName("project"), r.Header.Get("Authorization"), op)
 		if err == nil {

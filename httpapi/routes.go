@@ -251,8 +251,8 @@ func queryPage(q url.Values, limit, offset *int) error {
 }
 
 func (h *Handler) getRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
-	row, err := h.store.GetRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
-	return http.StatusOK, map[string]any{"table": ps.ByName("table"), "row": row}, err
+	rec, err := h.store.FindRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
+	return http.StatusOK, rec, err
 }
 
 func (h *Handler) deleteRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
