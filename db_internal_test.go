@@ -141,3 +141,38 @@ func TestOneOffSQLIsNotCached(t *testing.T) {
 		is.True(!strings.Contains(sql, "LIMIT 1")) // the explanation's statement
 	}
 }
+
+// TestRolledBackRegistryIsNotCached: a registry read while a schema write
+// is under way is never cached; that write may roll back, and the next
+// one that commits raises the version to the same number.
+func TestRolledBackRegistryIsNotCached(t *testing.T) {
+	is := is.New(t)
+	s, err := Open(t.TempDir(), nil)
+	is.NoErr(err)
+	defer s.Close()
+	ctx := context.Background()
+	_, _, err = s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	p, err := s.acquire(ctx, "acme")
+	is.NoErr(err)
+	err = p.writeSchema(ctx, func(c *conn, _ *schema) error {
+		if err := c.db.Exec(`CREATE TABLE ghost (id INTEGER PRIMARY KEY)`); err != nil {
+			return err
+		}
+		if err := c.exec(`INSERT INTO _pd_tables (name, created_at, updated_at) VALUES ('ghost', '', '')`); err != nil {
+			return err
+		}
+		if _, err := p.schemaFor(c); err != nil {
+			return err
+		}
+		return errors.New("roll back")
+	})
+	is.True(err != nil)
+	s.release(p)
+	_, _, err = s.CreateTable(ctx, "acme", TableDef{Name: "real"})
+	is.NoErr(err)
+	_, err = s.GetTable(ctx, "acme", "real")
+	is.NoErr(err)
+	_, err = s.GetTable(ctx, "acme", "ghost")
+	is.True(errors.Is(err, ErrTableNotFound))
+}

@@ -11,10 +11,11 @@ import (
 
 // Condition is one condition of a where clause: Column Op Value.
 //
-// Op is one of
+// Op is one of (the WhereOp constants)
 //
-//	=  !=  <  <=  >  >=  like      Value: a scalar
-//	in  not_in                     Value: a non-empty []any of non-null scalars
+//	=  !=  <  <=  >  >=            Value: a scalar
+//	like                           Value: a text pattern
+//	in  not_in                     Value: a non-empty list of non-null scalars
 //	is_null  is_not_null           no Value
 //
 // A nil Value with = matches NULL (as is_null does) and with != matches
