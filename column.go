@@ -303,7 +303,7 @@ func updatedSpec(old columnSpec, typ ColumnType, upd ColumnUpdate) (columnSpec, 
 	}
 	var err error
 	if next.Default, err = next.Type.convert(def); err != nil {
-		return next, errorf(ErrInvalidColumnValue, "default of column %q: %s", old.Name, err)
+		return next, errors.WithMessagef(err, "default of column %q", old.Name)
 	}
 	return next, nil
 }

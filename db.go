@@ -31,8 +31,7 @@ type project struct {
 	ready   chan struct{} // closed once open has finished
 	openErr error         // set before ready is closed
 
-	refs    int  // guarded by store.mu
-	evicted bool // guarded by store.mu
+	refs int // operations using the project; guarded by store.mu
 
 	wsem   chan struct{} // holds the writer; capacity 1
 	writer *conn
@@ -292,10 +291,47 @@ func (c *conn) prepare(sql string) (*sqlite3.Stmt, error) {
 		return nil, errors.Errorf("prepare: not exactly one statement: %.40q", sql)
 	}
 	if len(c.stmts) >= maxCachedStmts {
-		c.forgetStmts()
+		c.forgetIdleStmts()
 	}
 	c.stmts[sql] = st
 	return st, nil
+}
+
+// forgetIdleStmts finalizes the cached statements that are not running: a
+// statement stepped by a caller up the stack (whose row callback prepares
+// more) stays valid.
+func (c *conn) forgetIdleStmts() {
+	for sql, st := range c.stmts {
+		if !st.Busy() {
+			st.Close()
+			delete(c.stmts, sql)
+		}
+	}
+}
+
+// queryOnce is query for SQL that is not worth caching (the explanation
+// of a failure, say): it is prepared, run and finalized, and leaves the
+// cache as it was.
+func (c *conn) queryOnce(sql string, args []any, each func(st *sqlite3.Stmt) error) error {
+	st, _, err := c.db.Prepare(sql)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return errors.Errorf("prepare: no statement: %.40q", sql)
+	}
+	defer st.Close()
+	if err := bindAll(st, args); err != nil {
+		return err
+	}
+	for st.Step() {
+		if each != nil {
+			if err := each(st); err != nil {
+				return err
+			}
+		}
+	}
+	return st.Err()
 }
 
 // exec runs a statement with args and discards any rows.

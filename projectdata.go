@@ -1,7 +1,6 @@
 package projectdata
 
 import (
-	"container/list"
 	"context"
 	"log/slog"
 	"os"
@@ -134,8 +133,8 @@ type Store struct {
 	idle     *sync.Cond // signalled when active drops to zero
 	active   int        // operations holding a project
 	closed   bool
-	projects map[string]*list.Element // slug → element of lru holding *project
-	lru      *list.List               // most recently used at the front
+	projects *lru[*project] // the open projects, by slug
+	closing  sync.WaitGroup // closes of evicted projects under way; Close waits for them
 
 	queue queueStats  // waits for a connection, for Stats
 	heap  *sqliteHeap // SQLite memory of every connection, against MaxSQLiteMemory
@@ -157,8 +156,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	s := &Store{
 		dir:      abs,
 		opts:     opts.withDefaults(),
-		projects: make(map[string]*list.Element),
-		lru:      list.New(),
+		projects: newLRU[*project](),
 	}
 	s.heap = &sqliteHeap{max: s.opts.MaxSQLiteMemory}
 	s.idle = sync.NewCond(&s.mu)
@@ -166,8 +164,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 }
 
 // Close refuses new operations (they fail with ErrStoreClosed), waits for
-// the operations under way to finish, then closes every project database.
-// Close is idempotent.
+// the operations under way to finish, then closes every project database,
+// and returns once every database is closed, those being closed after an
+// eviction included. Close is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -178,12 +177,7 @@ func (s *Store) Close() error {
 	for s.active > 0 {
 		s.idle.Wait()
 	}
-	var open []*project
-	for e := s.lru.Front(); e != nil; e = e.Next() {
-		open = append(open, e.Value.(*project))
-	}
-	s.projects = nil
-	s.lru.Init()
+	open := s.projects.drain()
 	s.mu.Unlock()
 
 	var first error
@@ -193,6 +187,7 @@ func (s *Store) Close() error {
 			first = err
 		}
 	}
+	s.closing.Wait()
 	return first
 }
 
@@ -214,7 +209,7 @@ func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Stats{
-		OpenProjects:  s.lru.Len(),
+		OpenProjects:  s.projects.len(),
 		Operations:    s.active,
 		QueueWaits:    s.queue.waits.Load(),
 		QueueWaitTime: time.Duration(s.queue.nanos.Load()),
@@ -249,10 +244,8 @@ func (s *Store) acquire(ctx context.Context, slug string) (*project, error) {
 		return nil, errorf(ErrStoreClosed, "the store is closed")
 	}
 	s.active++
-	if e, ok := s.projects[slug]; ok {
-		p := e.Value.(*project)
+	if p, ok := s.projects.get(slug); ok {
 		p.refs++
-		s.lru.MoveToFront(e)
 		s.mu.Unlock()
 		<-p.ready
 		if p.openErr != nil {
@@ -262,17 +255,14 @@ func (s *Store) acquire(ctx context.Context, slug string) (*project, error) {
 		return p, nil
 	}
 	p := &project{slug: slug, dir: filepath.Join(s.dir, slug), store: s, refs: 1, ready: make(chan struct{})}
-	s.projects[slug] = s.lru.PushFront(p)
+	s.projects.add(slug, p)
 	s.mu.Unlock()
 
 	p.openErr = p.open()
 	close(p.ready)
 	if p.openErr != nil {
 		s.mu.Lock()
-		if e, ok := s.projects[slug]; ok && e.Value == p {
-			delete(s.projects, slug)
-			s.lru.Remove(e)
-		}
+		s.projects.removeIf(slug, func(q *project) bool { return q == p })
 		s.mu.Unlock()
 		s.release(p)
 		return nil, p.openErr
@@ -289,33 +279,22 @@ func (s *Store) release(p *project) {
 	if s.active == 0 {
 		s.idle.Broadcast()
 	}
-	closeNow := p.refs == 0 && p.evicted && p.openErr == nil
 	s.mu.Unlock()
-	if closeNow {
-		s.closeQuietly(p)
-	}
 	s.evict()
 }
 
 // evict closes least recently used idle projects while more than
-// MaxOpenProjects are open. Projects in use are never closed under a caller.
+// MaxOpenProjects are open. Projects in use are never closed under a
+// caller: a project busy now is evicted by a later release. Close waits
+// for the closes evict starts.
 func (s *Store) evict() {
 	s.mu.Lock()
-	var idle []*project
-	for e := s.lru.Back(); e != nil && s.lru.Len() > s.opts.MaxOpenProjects; {
-		prev := e.Prev()
-		p := e.Value.(*project)
-		if p.refs == 0 {
-			delete(s.projects, p.slug)
-			s.lru.Remove(e)
-			p.evicted = true
-			idle = append(idle, p)
-		}
-		e = prev
-	}
+	idle := s.projects.trim(s.opts.MaxOpenProjects, func(p *project) bool { return p.refs == 0 })
+	s.closing.Add(len(idle))
 	s.mu.Unlock()
 	for _, p := range idle {
 		s.closeQuietly(p)
+		s.closing.Done()
 	}
 }
 

@@ -213,7 +213,17 @@ type sandbox struct {
 
 // eponymousTables are the table-valued functions a query may read: they
 // compute rows from their arguments and touch no table.
-var eponymousTables = map[string]bool{"json_each": true, "json_tree": true, "generate_series": true}
+// A table of the same name would shadow them, so no table may take one of
+// these names (see checkTableDef).
+var eponymousTables = map[string]bool{
+	"json_each": true, "json_tree": true, "jsonb_each": true, "jsonb_tree": true, "generate_series": true,
+}
+
+// isPragmaFunction reports whether a name is one of SQLite's pragma_*
+// table-valued functions, which read the database's structure.
+func isPragmaFunction(name string) bool {
+	return strings.HasPrefix(strings.ToLower(name), "pragma_")
+}
 
 func (sb *sandbox) authorize(action sqlite3.AuthorizerActionCode, name3rd, _, schema, _ string) sqlite3.AuthorizerReturnCode {
 	if sb.budget != nil && sb.budget.Err() != nil {
@@ -246,8 +256,10 @@ func (sb *sandbox) authorize(action sqlite3.AuthorizerActionCode, name3rd, _, sc
 
 // readable decides one read. SQLite names the schema of a column read; a
 // read of a whole table (count(*)) or of a common table expression comes
-// with no schema, so a name without one passes only when it is a
-// registered table or no table at all (a CTE).
+// with no schema and no column, so a name without one passes only when it
+// is a registered table, an allowed table-valued function, or no table at
+// all (a CTE): never a pragma function, whose check SQLite would otherwise
+// make only while stepping.
 func (sb *sandbox) readable(table, schema string) bool {
 	name := strings.ToLower(table)
 	switch {
@@ -256,7 +268,7 @@ func (sb *sandbox) readable(table, schema string) bool {
 	case sb.sc.byName[name] != nil, eponymousTables[name]:
 		return true
 	case schema == "":
-		return !isReserved(name) && !sb.sc.objects[name]
+		return !isReserved(name) && !isPragmaFunction(name) && !sb.sc.objects[name]
 	}
 	return false
 }
@@ -387,7 +399,7 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 	}
 	if err := st.Err(); err != nil {
 		c.db.SetInterrupt(old)
-		return res, q.stepError(err)
+		return res, q.stepError(sb, err)
 	}
 	res.RowCount = len(res.Rows)
 	return res, nil
@@ -413,7 +425,7 @@ func (q *queryRun) prepareError(sb *sandbox, err error) error {
 // stepError explains a failure while stepping: the execution budget ran
 // out (with the plan's full scans as the hint), a value outgrew the result
 // budget, or the SQL failed.
-func (q *queryRun) stepError(err error) error {
+func (q *queryRun) stepError(sb *sandbox, err error) error {
 	switch {
 	case errors.Is(err, sqlite3.INTERRUPT) && q.ctx.Err() != nil:
 		return q.ctx.Err()
@@ -423,6 +435,8 @@ func (q *queryRun) stepError(err error) error {
 		return errorf(ErrQueryResultTooLarge, "a value of the result exceeds %d bytes", q.s.opts.QueryMaxBytes)
 	case errors.Is(err, sqlite3.NOMEM):
 		return errQueryHeap
+	case errors.Is(err, sqlite3.AUTH):
+		return sb.err()
 	}
 	return errorf(ErrInvalidRequest, "the query failed: %s", sqliteMessage(err))
 }
@@ -599,12 +613,14 @@ func columnValue(st *sqlite3.Stmt, i int) any {
 	return nil
 }
 
-// sqliteMessage returns SQLite's explanation of a failure without the
-// driver's prefix: it speaks of the user's own SQL, never of internals.
+// sqliteMessage returns SQLite's explanation of a failure in its own words
+// ("no such table: nope"), without the driver's prefix naming the result
+// code: it speaks of the user's own SQL, never of internals.
 func sqliteMessage(err error) string {
 	msg := err.Error()
-	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "sqlite3: ") {
-		msg = msg[i+2:]
+	var e *sqlite3.Error
+	if errors.As(err, &e) {
+		msg = strings.TrimPrefix(e.Error(), e.ExtendedCode().Error()+": ")
 	}
-	return truncate(msg)
+	return truncateTo(strings.TrimPrefix(msg, "sqlite3: "), 200)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ncruces/go-sqlite3"
+	"github.com/pkg/errors"
 )
 
 // Row is one record of a table: column name to value.
@@ -206,7 +207,7 @@ func (t *tableInfo) rowValues(row Row, buf []colValue) ([]colValue, error) {
 		}
 		x, err := col.Type.convert(v)
 		if err != nil {
-			return nil, errorf(ErrInvalidColumnValue, "column %q: %s", col.Name, err)
+			return nil, errors.WithMessagef(err, "column %q", col.Name)
 		}
 		// Insertion sort: rows have few keys.
 		buf = append(buf, colValue{col, x})
@@ -311,7 +312,7 @@ func planInsert(t *tableInfo, rows []Row) (*insertPlan, error) {
 	for i, row := range rows {
 		buf, err = t.rowValues(row, buf[:0])
 		if err != nil {
-			return nil, errorf(ErrorCode(err), "row %d: %s", i, err)
+			return nil, errors.WithMessagef(err, "row %d", i)
 		}
 		sh := prev
 		if sh == nil || !sh.matches(buf) {
@@ -381,7 +382,11 @@ func (pl *insertPlan) rowError(ctx context.Context, c *conn, i int, err error) e
 			if !col.IsUnique || args[j] == nil {
 				continue
 			}
-			found, qerr := c.queryRow(`SELECT 1 FROM `+pl.t.quoted+` WHERE `+col.quoted+` = ? LIMIT 1`, args[j:j+1], func(*sqlite3.Stmt) error { return nil })
+			found := false
+			qerr := c.queryOnce(`SELECT 1 FROM `+pl.t.quoted+` WHERE `+col.quoted+` = ? LIMIT 1`, args[j:j+1], func(*sqlite3.Stmt) error {
+				found = true
+				return nil
+			})
 			if qerr == nil && found {
 				return errorf(code, "row %d: column %q value %s already exists in table %q", i, col.Name, showValue(args[j]), pl.t.Name)
 			}
@@ -398,7 +403,7 @@ func (pl *insertPlan) rowError(ctx context.Context, c *conn, i int, err error) e
 	case ErrInternal:
 		return err
 	}
-	return errorf(code, "row %d: %s", i, err)
+	return errors.WithMessagef(err, "row %d", i)
 }
 
 // index returns the position of col in the shape, or -1.
@@ -509,7 +514,22 @@ func showID(id any) string {
 // table, such as "abc" for an INTEGER key), ErrTableNotFound,
 // ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) GetRecord(ctx context.Context, slug, table string, id any) (Row, error) {
-	var row Row
+	rec, err := s.FindRecord(ctx, slug, table, id)
+	return rec.Row, err
+}
+
+// Record is a row with the stored name of its table.
+type Record struct {
+	Table string `json:"table"`
+	Row   Row    `json:"row"`
+}
+
+// FindRecord is GetRecord that also returns the table's name as stored,
+// whatever the spelling or id the table was given by.
+//
+// Errors: as GetRecord.
+func (s *Store) FindRecord(ctx context.Context, slug, table string, id any) (Record, error) {
+	var rec Record
 	err := s.withProject(ctx, slug, OpGetRecord, func(p *project) error {
 		return p.readSchema(ctx, func(c *conn, sc *schema) error {
 			t, k, err := tableAndKey(sc, table, id)
@@ -518,19 +538,20 @@ func (s *Store) GetRecord(ctx context.Context, slug, table string, id any) (Row,
 			}
 			vals := make([]any, len(t.columns))
 			found, err := c.queryRow(selectSQL(t, ` WHERE `, t.pk.quoted, ` = ?`), []any{k}, func(st *sqlite3.Stmt) (err error) {
-				row, err = t.scanRow(st, vals)
+				rec.Row, err = t.scanRow(st, vals)
 				return err
 			})
 			if err == nil && !found {
 				err = errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
 			}
+			rec.Table = t.Name
 			return err
 		})
 	})
 	if err != nil {
-		return nil, err
+		return Record{}, err
 	}
-	return row, nil
+	return rec, nil
 }
 
 // DeleteRecord deletes the row of a table whose primary key is id (as in
@@ -589,7 +610,7 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 		}
 		vals, err := t.rowValues(upd.Data, nil)
 		if err != nil {
-			return nil, errorf(ErrorCode(err), "data: %s", err)
+			return nil, errors.WithMessage(err, "data")
 		}
 		args := make([]any, len(vals))
 		sql.WriteString("UPDATE ")
@@ -653,7 +674,7 @@ func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation
 			if err := c.exec(sql.String(), args...); err != nil {
 				err = dbError(ctx, err)
 				if code := ErrorCode(err); code != ErrInternal {
-					err = errorf(code, "table %q: %s", t.Name, err)
+					err = errors.WithMessagef(err, "table %q", t.Name)
 				}
 				return err
 			}

@@ -36,8 +36,9 @@ type TableDef struct {
 // ColumnDef describes a column to create.
 type ColumnDef struct {
 	Name string
-	// Type is one of the ColumnType names, case-insensitive; empty is TEXT.
-	Type string
+	// Type is one of the ColumnType constants (TypeInteger, …) or its name
+	// in any case ("integer"); empty is TEXT.
+	Type ColumnType
 	// Primary makes the column the table's primary key (always unique and
 	// not null). Only CreateTable accepts it.
 	Primary bool
@@ -100,6 +101,12 @@ func checkName(code Code, what, name string) error {
 		return errorf(code, "%s %.80q must match ^[A-Za-z_][A-Za-z0-9_]{0,62}$ and not start with _pd_ or sqlite_", what, name)
 	}
 	return nil
+}
+
+// shadowsFunction reports whether a table of this name would hide one of
+// SQLite's table-valued functions from the project's queries.
+func shadowsFunction(name string) bool {
+	return eponymousTables[strings.ToLower(name)] || isPragmaFunction(name)
 }
 
 // quoteIdent quotes a checked identifier.
@@ -412,6 +419,9 @@ func checkTableDef(def TableDef) ([]columnSpec, error) {
 	if err := checkName(ErrInvalidTableName, "table name", def.Name); err != nil {
 		return nil, err
 	}
+	if shadowsFunction(def.Name) {
+		return nil, errorf(ErrInvalidTableName, "table name %q is taken by an SQLite table-valued function (json_each, json_tree, jsonb_each, jsonb_tree, generate_series, pragma_*)", def.Name)
+	}
 	if len(def.Columns) > maxColumns {
 		return nil, errorf(ErrInvalidRequest, "a table has at most %d columns", maxColumns)
 	}
@@ -439,7 +449,7 @@ func checkTableDef(def TableDef) ([]columnSpec, error) {
 		if seen["id"] {
 			return nil, errorf(ErrInvalidRequest, `column "id" is taken by the automatic primary key; mark a primary key column or rename "id"`)
 		}
-		auto, err := checkColumnDef(ColumnDef{Name: "id", Type: string(TypeInteger), Primary: true})
+		auto, err := checkColumnDef(ColumnDef{Name: "id", Type: TypeInteger, Primary: true})
 		if err != nil {
 			return nil, err
 		}
@@ -453,13 +463,13 @@ func checkColumnDef(cd ColumnDef) (columnSpec, error) {
 	if err := checkName(ErrInvalidColumnName, "column name", cd.Name); err != nil {
 		return columnSpec{}, err
 	}
-	typ, err := parseColumnType(cd.Type)
+	typ, err := parseColumnType(string(cd.Type))
 	if err != nil {
 		return columnSpec{}, err
 	}
 	def, err := typ.convert(cd.Default)
 	if err != nil {
-		return columnSpec{}, errorf(ErrInvalidColumnValue, "default of column %q: %s", cd.Name, err)
+		return columnSpec{}, errors.WithMessagef(err, "default of column %q", cd.Name)
 	}
 	spec := columnSpec{Name: cd.Name, Type: typ, Primary: cd.Primary, Nullable: !cd.NotNull && !cd.Primary, Unique: cd.Unique || cd.Primary, Default: def}
 	return spec, nil

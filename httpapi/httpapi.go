@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -114,8 +115,34 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
 	h.allowOrigin(rec, r)
-	h.router.ServeHTTP(rec, r)
+	h.router.ServeHTTP(rec, onEscapedPath(r))
 	h.observe(rec, r, time.Since(start))
+}
+
+// onEscapedPath returns r routed on its path as the client escaped it: the
+// router splits segments on the slashes sent, so an encoded slash (%2F)
+// stays inside its segment, and the parameter reaches the Store, decoded
+// by unescapeParams, to be judged as a name or id.
+func onEscapedPath(r *http.Request) *http.Request {
+	escaped := r.URL.EscapedPath()
+	if escaped == r.URL.Path {
+		return r
+	}
+	u := *r.URL
+	u.Path, u.RawPath = escaped, ""
+	r2 := *r
+	r2.URL = &u
+	return &r2
+}
+
+// unescapeParams decodes the route parameters of a request routed by
+// onEscapedPath, in place.
+func unescapeParams(ps httprouter.Params) {
+	for i, p := range ps {
+		if v, err := url.PathUnescape(p.Value); err == nil {
+			ps[i].Value = v
+		}
+	}
 }
 
 // statusRecorder remembers what the access log and the metrics say of a
@@ -227,6 +254,7 @@ func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn
 func (h *Handler) guard(route string, op projectdata.Operation, serve func(http.ResponseWriter, *http.Request, httprouter.Params, *exchange)) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		noteRoute(w, route)
+		unescapeParams(ps)
 		x := newExchange(w, r, h)
 		// One lookup of the project serves the token check and the
 		// operation.

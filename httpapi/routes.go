@@ -121,12 +121,12 @@ func (h *Handler) listTables(r *http.Request, ps httprouter.Params) (int, any, e
 // columnBody is a column as clients send it: the add-column body, plus
 // is_primary when creating a table.
 type columnBody struct {
-	ColumnName   string `json:"column_name"`
-	ColumnType   string `json:"column_type"`
-	IsNullable   *bool  `json:"is_nullable"`
-	DefaultValue any    `json:"default_value"`
-	IsUnique     bool   `json:"is_unique"`
-	IsPrimary    bool   `json:"is_primary"`
+	ColumnName   string        `json:"column_name"`
+	ColumnType   pd.ColumnType `json:"column_type"`
+	IsNullable   *bool         `json:"is_nullable"`
+	DefaultValue any           `json:"default_value"`
+	IsUnique     bool          `json:"is_unique"`
+	IsPrimary    bool          `json:"is_primary"`
 }
 
 func (c columnBody) def() pd.ColumnDef {
@@ -283,8 +283,8 @@ func queryPage(q url.Values, limit, offset *int) error {
 }
 
 func (h *Handler) getRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
-	row, err := h.store.GetRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
-	return http.StatusOK, map[string]any{"table": ps.ByName("table"), "row": row}, err
+	rec, err := h.store.FindRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
+	return http.StatusOK, rec, err
 }
 
 func (h *Handler) updateRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
