@@ -302,7 +302,7 @@ func (s *Store) closeQuietly(p *project) {
 func (s *Store) withProject(ctx context.Context, slug string, op Operation, fn func(p *project) error) error {
 	p, err := s.acquire(ctx, slug)
 	if err != nil {
-		return err
+		return busyIfExhausted(err)
 	}
 	defer s.release(p)
 	if op != "" {
@@ -310,5 +310,5 @@ func (s *Store) withProject(ctx context.Context, slug string, op Operation, fn f
 			return err
 		}
 	}
-	return fn(p)
+	return busyIfExhausted(fn(p))
 }
