@@ -41,11 +41,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	data := fs.String("data", defaultDataDir, "data folder")
+	maxConns := fs.Int("max-conns", defaultMaxConns, "connections served at once; more wait in the kernel's backlog")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	if *maxConns < 1 {
+		return fmt.Errorf("-max-conns must be at least 1")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	store, err := projectdata.Open(*data, &projectdata.Options{Logger: logger})
@@ -58,10 +62,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 			return err
 		}
 	}
-	ln, err := net.Listen("tcp", *addr)
+	tcp, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
+	ln := newBoundedListener(tcp, *maxConns, logger)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logger.Info("serving", "addr", ln.Addr().String(), "data", *data)
