@@ -28,6 +28,7 @@ const (
 
 	ExportReasonFileMissing = "file_missing" // removed behind the Store's back
 	ExportReasonExpired     = "expired"      // removed by the Store after expires_at
+	ExportReasonFileChanged = "file_changed" // replaced behind the Store's back (a link, another size)
 )
 
 // Export list limits of the specification.
@@ -63,8 +64,8 @@ type Export struct {
 	SHA256     string `json:"sha256"`
 	// Status is ExportStatusReady or ExportStatusNotFound.
 	Status string `json:"status"`
-	// StatusReason is nil while ready, else ExportReasonFileMissing or
-	// ExportReasonExpired.
+	// StatusReason is nil while ready, else ExportReasonFileMissing,
+	// ExportReasonExpired or ExportReasonFileChanged.
 	StatusReason *string `json:"status_reason"`
 	// MissingAt is when the Store found the file gone (or removed it).
 	MissingAt *Timestamp `json:"missing_at"`
@@ -482,10 +483,7 @@ func (s *Store) OpenExport(ctx context.Context, slug, id string) (Export, *os.Fi
 		now := s.now()
 		reason, err := p.exportGone(fileName, e.ExpiresAt.Time, now)
 		if err == nil && reason == "" {
-			f, err = os.Open(p.exportPath(fileName))
-			if os.IsNotExist(err) {
-				reason, err = ExportReasonFileMissing, nil
-			}
+			f, reason, err = openExportFile(p.exportPath(fileName), e.SizeBytes)
 		}
 		if err != nil {
 			return errors.Wrap(err, "open export file")

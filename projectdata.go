@@ -316,7 +316,7 @@ func (s *Store) withProject(ctx context.Context, slug string, op Operation, fn f
 	} else {
 		var err error
 		if p, err = s.acquire(ctx, slug); err != nil {
-			return err
+			return busyIfExhausted(err)
 		}
 		defer s.release(p)
 	}
@@ -325,5 +325,5 @@ func (s *Store) withProject(ctx context.Context, slug string, op Operation, fn f
 			return err
 		}
 	}
-	return fn(p)
+	return busyIfExhausted(fn(p))
 }

@@ -194,6 +194,9 @@ func (s *Store) Query(ctx context.Context, slug string, req QueryRequest) (Query
 			return err
 		})
 		res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+		if errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil {
+			return ctx.Err() // interrupted while reading the registry
+		}
 		return err
 	})
 	return res, err

@@ -36,9 +36,10 @@ var defaultLimits = serverLimits{
 // serveConfig is what the serve flags set. Adding a flag is a field here
 // and a line in flags.
 type serveConfig struct {
-	addr    string
-	data    string
-	metrics bool
+	addr     string
+	data     string
+	metrics  bool
+	maxConns int
 }
 
 func (c *serveConfig) flags(name string) *flag.FlagSet {
@@ -46,6 +47,7 @@ func (c *serveConfig) flags(name string) *flag.FlagSet {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.data, "data", defaultDataDir, "data folder (created if missing)")
 	fs.BoolVar(&c.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics")
+	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "connections served at once; more wait in the kernel's backlog")
 	return fs
 }
 
@@ -63,12 +65,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	if _, err := parseFlags(cfg.flags("serve"), args, 0, stdout); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.addr)
+	if cfg.maxConns < 1 {
+		return fmt.Errorf("-max-conns must be at least 1")
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	tcp, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
 	}
+	ln := newBoundedListener(tcp, cfg.maxConns, logger)
 	defer ln.Close()
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	store, err := projectdata.Open(cfg.data, &projectdata.Options{Logger: logger})
 	if err != nil {
 		return err
