@@ -281,10 +281,12 @@ func (pl *listPlan) index(col *columnInfo) int {
 	return -1
 }
 
-// pageSQL is the statement of a page starting after the row whose order
-// values are after (nil: from the first row), with its arguments but the
-// limit and offset, which come last.
-func (pl *listPlan) pageSQL(after []any) (string, []any) {
+// pageSQL is the statement reading up to limit rows starting after the
+// row whose order values are after (nil: from the first row), with its
+// arguments but the offset, which comes last. The limit is written into
+// the SQL, not bound: SQLite prepares a statement with a bound LIMIT again
+// on every run.
+func (pl *listPlan) pageSQL(after []any, limit int) (string, []any) {
 	var b strings.Builder
 	b.WriteString("SELECT ")
 	for i, col := range pl.sel {
@@ -306,20 +308,46 @@ func (pl *listPlan) pageSQL(after []any) (string, []any) {
 		args = pl.appendKeyset(&b, args, after)
 	}
 	b.WriteString(pl.orderBy)
-	b.WriteString(" LIMIT ? OFFSET ?")
+	b.WriteString(" LIMIT ")
+	b.WriteString(strconv.Itoa(limit))
+	b.WriteString(" OFFSET ?")
 	return b.String(), args
 }
 
 // appendKeyset writes the condition selecting the rows that come after
 // the row with the order values vals, in SQLite's order (NULL first when
-// ascending, last when descending):
+// ascending, last when descending). When every column goes the same way,
+// no value is NULL and, descending, no column can hold NULL, that is one
+// row-value comparison, which SQLite turns into a seek in an index on the
+// columns:
+//
+//	(o1, o2, …) > (v1, v2, …)
+//
+// Otherwise it is spelled out,
 //
 //	o1 after v1 OR (o1 IS v1 AND (o2 after v2 OR (o2 IS v2 AND …)))
 //
 // led, when it can be, by a range on the first column (o1 >= v1) that
-// lets SQLite seek in an index on it instead of scanning from the start.
-// The shape of the SQL depends only on which values are NULL.
+// lets SQLite seek on that column at least. The shape of the SQL depends
+// only on which values are NULL.
 func (pl *listPlan) appendKeyset(b *strings.Builder, args, vals []any) []any {
+	if pl.rowValueKeyset(vals) {
+		b.WriteString("(")
+		for i, o := range pl.order {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(o.col.quoted)
+		}
+		if pl.order[0].desc {
+			b.WriteString(") < (?")
+		} else {
+			b.WriteString(") > (?")
+		}
+		b.WriteString(strings.Repeat(", ?", len(vals)-1))
+		b.WriteString(")")
+		return append(args, vals...)
+	}
 	first, v := pl.order[0], vals[0]
 	switch {
 	case v == nil && first.desc:
@@ -367,6 +395,18 @@ func (pl *listPlan) appendKeyset(b *strings.Builder, args, vals []any) []any {
 // Options.QueryTimeout is.
 const listHintBudget = 100 * time.Millisecond
 
+// rowValueKeyset reports whether the rows after vals are those whose order
+// columns, as a row value, compare greater (ascending) or less
+// (descending) than vals: a NULL would compare as neither.
+func (pl *listPlan) rowValueKeyset(vals []any) bool {
+	for i, o := range pl.order {
+		if o.desc != pl.order[0].desc || vals[i] == nil || (o.desc && o.nullable()) {
+			return false
+		}
+	}
+	return true
+}
+
 // runList reads the page and the count on the reader c, under the execution
 // budget; readSchema runs it in one read transaction, so the count and the
 // page agree.
@@ -385,8 +425,8 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 		return dbError(ctx, err)
 	}
 
-	sql, args := pl.pageSQL(after)
-	args = append(args, opts.Limit+1, opts.Offset) // one more row tells whether a next page exists
+	sql, args := pl.pageSQL(after, opts.Limit+1) // one more row tells whether a next page exists
+	args = append(args, opts.Offset)
 	maxBytes, size := s.opts.QueryMaxBytes, 0
 	last := make([]any, len(pl.order))
 	more := false

@@ -132,7 +132,7 @@ func walkStore(t *testing.T) (*projectdata.Store, []projectdata.Row) {
 }
 
 // compareSQLite orders two values of one column as SQLite does: NULL
-// first, then numbers.
+// first, then numbers, or text.
 func compareSQLite(a, b any) int {
 	switch {
 	case a == nil && b == nil:
@@ -141,6 +141,9 @@ func compareSQLite(a, b any) int {
 		return -1
 	case b == nil:
 		return 1
+	}
+	if x, ok := a.(string); ok {
+		return cmp.Compare(x, b.(string))
 	}
 	return cmp.Compare(toFloat(a), toFloat(b))
 }
@@ -162,6 +165,9 @@ func TestListWalksByCursor(t *testing.T) {
 		{"-grp,score", []string{"-grp", "score", "id"}},
 		{"-score,-grp", []string{"-score", "-grp", "id"}},
 		{"", []string{"id"}},
+		{"-id", []string{"-id"}},
+		{"grp,score", []string{"grp", "score", "id"}}, // one row value, but where a value is NULL
+		{"name", []string{"name", "id"}},
 	}
 	for _, c := range cases {
 		t.Run("Order"+c.order, func(t *testing.T) {
