@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -442,7 +443,13 @@ func TestWhereJSON(t *testing.T) {
 //	4   dan   50    3.5    8
 func peopleStore(t *testing.T) *projectdata.Store {
 	t.Helper()
-	s, _ := pdtest.NewProject(t, nil)
+	var opts *projectdata.Options
+	if raceEnabled {
+		// Lists of 10,000 values outrun the default budget of a second
+		// under the race detector; no test of budgets uses this store.
+		opts = &projectdata.Options{QueryTimeout: time.Minute}
+	}
+	s, _ := pdtest.NewProject(t, opts)
 	createTable(t, s, "people",
 		projectdata.ColumnDef{Name: "name", NotNull: true},
 		projectdata.ColumnDef{Name: "age", Type: "INTEGER"},
