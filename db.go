@@ -48,6 +48,8 @@ type project struct {
 
 	lastUsedMu sync.Mutex
 	lastUsed   map[int64]time.Time // token id → last_used_at minute written
+
+	idempotency inFlightKeys // idempotency keys whose first call is running
 }
 
 func (p *project) dbPath() string { return filepath.Join(p.dir, dbFileName) }
@@ -106,6 +108,7 @@ func (p *project) close() error {
 // write runs fn in an immediate transaction on the writer connection: all
 // of fn's changes commit together, or none do (on error or panic).
 func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error) {
+	fn = recordingAnswer(ctx, fn) // an idempotent operation's answer commits with its effect
 	select {
 	case p.wsem <- struct{}{}:
 	case <-ctx.Done():

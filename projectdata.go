@@ -44,6 +44,10 @@ type Options struct {
 	MaxInsertRows int
 	// ExportTTL is how long an export file is kept. Zero: 7 days.
 	ExportTTL time.Duration
+	// IdempotencyTTL is how long the answer of a write made with an
+	// idempotency key is kept for its retries (see WithIdempotency).
+	// Zero: 24 hours.
+	IdempotencyTTL time.Duration
 }
 
 // withDefaults returns a copy of o with every zero field set to its default.
@@ -81,6 +85,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.ExportTTL <= 0 {
 		r.ExportTTL = 7 * 24 * time.Hour
+	}
+	if r.IdempotencyTTL <= 0 {
+		r.IdempotencyTTL = 24 * time.Hour
 	}
 	return r
 }

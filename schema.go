@@ -82,6 +82,8 @@ CREATE TABLE _pd_exports (
 );
 CREATE INDEX _pd_exports_status ON _pd_exports (status, created_at);
 `,
+	// Version 2.
+	idempotencySchema,
 }
 
 // migrate brings the control schema of the database on c to the newest
