@@ -145,6 +145,7 @@ func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (E
 			Status: ExportStatusReady, CreatedAt: Timestamp{now}, ExpiresAt: Timestamp{now.Add(s.opts.ExportTTL)},
 		}
 		err = p.write(ctx, func(c *conn) error {
+			out = e // the result is set inside the write, which stores an idempotent answer
 			return c.exec(`INSERT INTO _pd_exports (id, kind, scope, table_name, format, file_name, download_name, content_type,
 				row_count, table_count, size_bytes, sha256, status, created_at, expires_at)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -155,10 +156,12 @@ func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (E
 			os.Remove(filepath.Join(dir, fileName))
 			return err
 		}
-		out = e
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return Export{}, err
+	}
+	return out, nil
 }
 
 // exportFile describes a written export file.
