@@ -125,7 +125,7 @@ type ColumnUpdate struct {
 // ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) AddColumn(ctx context.Context, slug, table string, def ColumnDef) (Column, error) {
 	var out Column
-	err := s.withProject(ctx, slug, OpAddColumn, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpAddColumn, args: []any{table, def}, results: []any{&out}}, func(ctx context.Context, p *project) error {
 		if def.Primary {
 			return errorf(ErrUnsupportedColumnChange, "a primary key column cannot be added to an existing table")
 		}
@@ -218,7 +218,7 @@ func addColumn(c *conn, t *tableInfo, spec columnSpec) error {
 // ErrTableNotFound, ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) UpdateColumn(ctx context.Context, slug, table, column string, upd ColumnUpdate) (Column, error) {
 	var out Column
-	err := s.withProject(ctx, slug, OpUpdateColumn, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpUpdateColumn, args: []any{table, column, upd}, results: []any{&out}}, func(ctx context.Context, p *project) error {
 		if upd.Name.Set {
 			if err := checkName(ErrInvalidColumnName, "column name", upd.Name.To); err != nil {
 				return err

@@ -33,6 +33,10 @@ func TestMain(m *testing.M) {
 		crashChild(dir)
 		os.Exit(0)
 	}
+	if dir := os.Getenv(idemCrashChildEnv); dir != "" {
+		idemCrashChild(dir)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

@@ -51,8 +51,9 @@ type project struct {
 	lastUsedMu sync.Mutex
 	lastUsed   map[int64]time.Time // token id → last_used_at minute written
 
-	cursorKey []byte     // signs list cursors (see cursorKey); set by open
-	tokens    tokenCache // tokens verified against the database
+	cursorKey   []byte       // signs list cursors (see cursorKey); set by open
+	tokens      tokenCache   // tokens verified against the database
+	idempotency inFlightKeys // idempotency keys whose first call is running
 }
 
 func (p *project) dbPath() string { return filepath.Join(p.dir, dbFileName) }

@@ -125,7 +125,7 @@ var exportIDPattern = regexp.MustCompile(`^exp_[a-z0-9]{1,64}$`)
 // ErrTableNotFound, ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (Export, error) {
 	var out Export
-	err := s.withProject(ctx, slug, OpCreateExport, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpCreateExport, args: []any{table, format}, results: []any{&out}}, func(ctx context.Context, p *project) error {
 		if format != "" && !strings.EqualFold(format, exportFormatCSV) {
 			return errorf(ErrInvalidExportFormat, "export format %.40q is not supported; use csv", format)
 		}
@@ -146,6 +146,7 @@ func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (E
 			Status: ExportStatusReady, CreatedAt: Timestamp{now}, ExpiresAt: Timestamp{now.Add(s.opts.ExportTTL)},
 		}
 		err = p.write(ctx, func(c *conn) error {
+			out = e // the result is set inside the write, which stores an idempotent answer
 			return c.exec(`INSERT INTO _pd_exports (id, kind, scope, table_name, format, file_name, download_name, content_type,
 				row_count, table_count, size_bytes, sha256, status, created_at, expires_at)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -156,10 +157,12 @@ func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (E
 			os.Remove(filepath.Join(dir, fileName))
 			return err
 		}
-		out = e
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return Export{}, err
+	}
+	return out, nil
 }
 
 // exportFile describes a written export file.
@@ -333,7 +336,8 @@ func (p *project) markExportsNotFound(ctx context.Context, gone map[string]strin
 	if len(gone) == 0 {
 		return nil
 	}
-	return p.write(ctx, func(c *conn) error {
+	// Bookkeeping, not the effect of an idempotent operation that calls it.
+	return p.write(withoutIdempotencyRecord(ctx), func(c *conn) error {
 		for id, reason := range gone {
 			if err := c.exec(`UPDATE _pd_exports SET status = ?, status_reason = ?, missing_at = ? WHERE id = ? AND status = ?`,
 				ExportStatusNotFound, reason, now, id, ExportStatusReady); err != nil {
@@ -432,7 +436,7 @@ func (s *Store) ListExports(ctx context.Context, slug string, q ExportQuery) (Ex
 // Errors: ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) DeleteNotFoundExports(ctx context.Context, slug string) (int, error) {
 	var n int
-	err := s.withProject(ctx, slug, OpDeleteNotFoundExports, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpDeleteNotFoundExports, args: nil, results: []any{&n}}, func(ctx context.Context, p *project) error {
 		if err := s.reconcileExports(ctx, p); err != nil {
 			return err
 		}

@@ -62,6 +62,10 @@ type Options struct {
 	// acknowledged only after the shared commit). Zero: 128. One: every
 	// write commits in a transaction of its own.
 	MaxWriteGroup int
+	// IdempotencyTTL is how long the answer of a write made with an
+	// idempotency key is kept for its retries (see WithIdempotency).
+	// Zero: 24 hours.
+	IdempotencyTTL time.Duration
 }
 
 // defaultMaxInsertRows is the zero value of Options.MaxInsertRows.
@@ -111,10 +115,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.QueryMaxSQLBytes <= 0 {
 		r.QueryMaxSQLBytes = 100000
-
 	}
 	if r.MaxWriteGroup <= 0 {
 		r.MaxWriteGroup = 128
+	}
+	if r.IdempotencyTTL <= 0 {
+		r.IdempotencyTTL = 24 * time.Hour
 	}
 	return r
 }

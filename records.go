@@ -124,7 +124,7 @@ type BulkResult struct {
 // "row 2: …") and, where known, its column and value.
 func (s *Store) Insert(ctx context.Context, slug, table string, rows []Row) (InsertResult, error) {
 	var res InsertResult
-	err := s.withProject(ctx, slug, OpInsertRecords, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpInsertRecords, args: []any{table, rows}, results: []any{&res}}, func(ctx context.Context, p *project) error {
 		if len(rows) > s.opts.MaxInsertRows {
 			return errorf(ErrTooManyRows, "an insert takes at most %d rows; %d were given", s.opts.MaxInsertRows, len(rows))
 		}
@@ -561,7 +561,7 @@ func (s *Store) FindRecord(ctx context.Context, slug, table string, id any) (Rec
 // ErrPermissionDenied.
 func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (DeleteResult, error) {
 	var res DeleteResult
-	err := s.withProject(ctx, slug, OpDeleteRecord, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpDeleteRecord, args: []any{table, id}, results: []any{&res}}, func(ctx context.Context, p *project) error {
 		return p.write(ctx, func(c *conn) error {
 			sc, err := p.schemaFor(c)
 			if err != nil {
@@ -604,7 +604,7 @@ func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (D
 // ErrUniqueViolation, ErrNotNullViolation, ErrTableNotFound,
 // ErrProjectNotFound.
 func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkUpdate) (BulkResult, error) {
-	return s.bulkChange(ctx, slug, table, OpUpdateRecords, upd.Where, upd.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, error) {
+	return s.bulkChange(ctx, slug, table, OpUpdateRecords, upd, upd.Where, upd.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, error) {
 		if len(upd.Data) == 0 {
 			return nil, errorf(ErrInvalidRequest, "data must be a non-empty object of column name to new value")
 		}
@@ -637,7 +637,7 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 // role), ErrColumnNotFound, ErrInvalidWhere, ErrTableNotFound,
 // ErrProjectNotFound.
 func (s *Store) DeleteRecords(ctx context.Context, slug, table string, del BulkDelete) (BulkResult, error) {
-	return s.bulkChange(ctx, slug, table, OpDeleteRecords, del.Where, del.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, error) {
+	return s.bulkChange(ctx, slug, table, OpDeleteRecords, del, del.Where, del.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, error) {
 		sql.WriteString("DELETE FROM ")
 		sql.WriteString(t.quoted)
 		return nil, nil
@@ -646,11 +646,12 @@ func (s *Store) DeleteRecords(ctx context.Context, slug, table string, del BulkD
 
 // bulkChange runs a bulk update or delete: head writes the statement up to
 // its WHERE clause and returns the values it binds, then where selects the
-// rows.
-func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation, where Where, allowAll bool,
+// rows; body is the request, fingerprinted for
+// idempotency.
+func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation, body any, where Where, allowAll bool,
 	head func(t *tableInfo, sql *strings.Builder) ([]any, error)) (BulkResult, error) {
 	var res BulkResult
-	err := s.withProject(ctx, slug, op, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: op, args: []any{table, body}, results: []any{&res}}, func(ctx context.Context, p *project) error {
 		if allowAll {
 			if err := authorize(ctx, slug, OpAllowAll); err != nil {
 				return err

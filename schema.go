@@ -104,6 +104,8 @@ CREATE TABLE _pd_secrets (
 	value BLOB NOT NULL
 );
 `,
+	// Version 4: stored answers of idempotent writes.
+	idempotencySchema,
 }
 
 // migrate brings the control schema of the database on c to the newest

@@ -361,7 +361,7 @@ func (s *Store) CreateTable(ctx context.Context, slug string, def TableDef) (Tab
 		table Table
 		cols  []Column
 	)
-	err := s.withProject(ctx, slug, OpCreateTable, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpCreateTable, args: []any{def}, results: []any{&table, &cols}}, func(ctx context.Context, p *project) error {
 		defs, err := checkTableDef(def)
 		if err != nil {
 			return err
@@ -582,7 +582,7 @@ const maxDisplayNameLen = 200
 // ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) UpdateTable(ctx context.Context, slug, table string, upd TableUpdate) (Table, error) {
 	var out Table
-	err := s.withProject(ctx, slug, OpUpdateTable, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpUpdateTable, args: []any{table, upd}, results: []any{&out}}, func(ctx context.Context, p *project) error {
 		if d := upd.DisplayName.To; upd.DisplayName.Set && d != nil && len(*d) > maxDisplayNameLen {
 			return errorf(ErrInvalidRequest, "display_name must be at most %d bytes", maxDisplayNameLen)
 		}
@@ -613,7 +613,7 @@ func (s *Store) UpdateTable(ctx context.Context, slug, table string, upd TableUp
 // ErrTableNotFound, ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) DeleteTable(ctx context.Context, slug, table string) (string, error) {
 	var name string
-	err := s.withProject(ctx, slug, OpDeleteTable, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpDeleteTable, args: []any{table}, results: []any{&name}}, func(ctx context.Context, p *project) error {
 		if isReserved(table) {
 			return errorf(ErrForbidden, "table %.80q belongs to the service and cannot be deleted", table)
 		}

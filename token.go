@@ -205,10 +205,14 @@ const maxTokenNameLen = 200
 // none.
 //
 // Errors: ErrProjectNotFound, ErrInvalidTokenType, ErrInvalidExpiresAt,
-// ErrInvalidRequest (role or name), ErrPermissionDenied.
+// ErrInvalidRequest (role or name, or an idempotency key in ctx),
+// ErrPermissionDenied.
 func (s *Store) CreateToken(ctx context.Context, slug string, req NewToken) (CreatedToken, error) {
 	var out CreatedToken
 	err := s.withProject(ctx, slug, OpCreateToken, func(p *project) error {
+		if _, ok := idempotencyFrom(ctx); ok {
+			return errorf(ErrInvalidRequest, "creating a token takes no idempotency key: a replay would have to store the secret")
+		}
 		return p.write(ctx, func(c *conn) (err error) {
 			out, err = s.insertToken(c, req)
 			return err
@@ -316,7 +320,7 @@ func (s *Store) ListTokens(ctx context.Context, slug string) ([]Token, error) {
 // Errors: ErrProjectNotFound, ErrTokenNotFound, ErrPermissionDenied.
 func (s *Store) RevokeToken(ctx context.Context, slug string, id int64) (Token, error) {
 	var tok Token
-	err := s.withProject(ctx, slug, OpRevokeToken, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpRevokeToken, args: []any{id}, results: []any{&tok}}, func(ctx context.Context, p *project) error {
 		// Once the revocation may have committed, no cached verification
 		// of any token stands.
 		defer p.tokens.forget()

@@ -18,7 +18,8 @@ import (
 // ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, data Row) (Row, error) {
 	var row Row
-	err := s.withProject(ctx, slug, OpUpdateRecord, func(p *project) error {
+	call := writeCall{op: OpUpdateRecord, args: []any{table, id, data}, results: []any{&row}}
+	err := s.withWrite(ctx, slug, call, func(ctx context.Context, p *project) error {
 		if len(data) == 0 {
 			return errorf(ErrInvalidRequest, "the body must be a non-empty object of column name to new value")
 		}

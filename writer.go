@@ -79,6 +79,7 @@ func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	fn = recordingAnswer(ctx, fn) // an idempotent operation's answer commits with its effect
 	r := &writeRequest{ctx: ctx, fn: fn, alone: alone, done: make(chan struct{})}
 	p.wq.mu.Lock()
 	p.wq.pending = append(p.wq.pending, r)

@@ -249,7 +249,8 @@ func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn
 }
 
 // guard runs the checks every route shares, in the contract's order: route
-// (the router did it), project, token, role, operation headers; then serve
+// (the router did it), project, token, role, operation and idempotency
+// headers; then serve
 // handles the body and the operation, with the caller in the context.
 func (h *Handler) guard(route string, op projectdata.Operation, serve func(http.ResponseWriter, *http.Request, httprouter.Params, *exchange)) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -266,11 +267,14 @@ func (h *Handler) guard(route string, op projectdata.Operation, serve func(http.
 		if err == nil {
 			err = x.opHeaderErr
 		}
+		if err == nil {
+			r, err = h.withIdempotency(w, r.WithContext(ctx))
+		}
 		if err != nil {
 			h.writeError(w, r, x, err)
 			return
 		}
-		serve(w, r.WithContext(ctx), ps, x)
+		serve(w, r, ps, x)
 	}
 }
 
