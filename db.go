@@ -114,6 +114,12 @@ func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error)
 	defer func() { <-p.wsem }()
 
 	c := p.writer
+	c.beginUnit(p.store.now(), p.store.opts.changeLogOff)
+	defer func() { // after the commit
+		if err == nil && c.changes.records > 0 {
+			p.store.changesCommitted(p)
+		}
+	}()
 	old := c.db.SetInterrupt(ctx)
 	defer c.db.SetInterrupt(old)
 	tx, err := c.db.BeginImmediate()
@@ -121,7 +127,10 @@ func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error)
 		return dbError(ctx, err)
 	}
 	defer tx.End(&err)
-	return fn(c)
+	if err := fn(c); err != nil {
+		return err
+	}
+	return c.checkChangeLog()
 }
 
 // read runs fn on a read-only connection from the pool. Each statement fn
@@ -198,6 +207,8 @@ type conn struct {
 	// Its authorizer is installed once: setting an authorizer expires every
 	// prepared statement, which would empty the statement cache.
 	sandbox *sandbox
+	// changes is the change-log state of the writer's unit of work.
+	changes changeCounts
 }
 
 // openConn opens a connection to the database at path; readOnly connections
@@ -241,6 +252,9 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 		}
 	} else {
 		pragmas = `PRAGMA journal_mode=WAL; ` + pragmas
+		if verifyChangeLog {
+			c.watchChanges()
+		}
 	}
 	return c.db.Exec(pragmas)
 }

@@ -44,6 +44,12 @@ type Options struct {
 	MaxInsertRows int
 	// ExportTTL is how long an export file is kept. Zero: 7 days.
 	ExportTTL time.Duration
+	// ChangeRetention is how long the change log keeps a change; resuming
+	// the log before the oldest change kept is ErrChangesExpired. Zero:
+	// 7 days.
+	ChangeRetention time.Duration
+
+	changeLogOff bool // benchmarks only: write no change log
 }
 
 // withDefaults returns a copy of o with every zero field set to its default.
@@ -82,6 +88,9 @@ func (o *Options) withDefaults() Options {
 	if r.ExportTTL <= 0 {
 		r.ExportTTL = 7 * 24 * time.Hour
 	}
+	if r.ChangeRetention <= 0 {
+		r.ChangeRetention = 7 * 24 * time.Hour
+	}
 	return r
 }
 
@@ -101,6 +110,8 @@ type Store struct {
 	closed   bool
 	projects map[string]*list.Element // slug → element of lru holding *project
 	lru      *list.List               // most recently used at the front
+
+	feeds *feeds // live change feeds of the projects followed now
 }
 
 // Open returns a Store over the data folder dir, creating the folder if
@@ -123,12 +134,13 @@ func Open(dir string, opts *Options) (*Store, error) {
 		lru:      list.New(),
 	}
 	s.idle = sync.NewCond(&s.mu)
+	s.feeds = newFeeds(s)
 	return s, nil
 }
 
-// Close refuses new operations (they fail with ErrStoreClosed), waits for
-// the operations under way to finish, then closes every project database.
-// Close is idempotent.
+// Close refuses new operations (they fail with ErrStoreClosed), ends the
+// change feeds followed (see FollowChanges), waits for the operations under
+// way to finish, then closes every project database. Close is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -136,6 +148,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.feeds.close()
 	for s.active > 0 {
 		s.idle.Wait()
 	}

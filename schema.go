@@ -82,6 +82,18 @@ CREATE TABLE _pd_exports (
 );
 CREATE INDEX _pd_exports_status ON _pd_exports (status, created_at);
 `,
+	// Version 2: the change log (changelog.go). One record holds count
+	// changes of one op on one table, ids last_id-count+1 .. last_id.
+	`
+CREATE TABLE _pd_changes (
+	last_id    INTEGER PRIMARY KEY,
+	count      INTEGER NOT NULL,
+	table_name TEXT NOT NULL,
+	op         TEXT NOT NULL,
+	at         TEXT NOT NULL,
+	data       TEXT -- JSON: row images (insert, update), keys (delete); NULL for schema
+);
+`,
 }
 
 // migrate brings the control schema of the database on c to the newest

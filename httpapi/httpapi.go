@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -33,6 +34,13 @@ type Options struct {
 	MaxBodyBytes int64
 	// Now returns the time for meta.generated_at. Zero: time.Now.
 	Now func() time.Time
+	// StreamPing is how often an idle change stream sends a ": ping"
+	// comment. Zero: 15s.
+	StreamPing time.Duration
+	// StreamWriteTimeout bounds each write of a change stream: a client
+	// that does not take its events within it is disconnected (and
+	// resumes with Last-Event-ID). Zero: 30s.
+	StreamWriteTimeout time.Duration
 }
 
 // Handler is the HTTP API. It is safe for concurrent use.
@@ -41,6 +49,9 @@ type Handler struct {
 	router *httprouter.Router
 	log    *slog.Logger
 	opts   Options
+
+	streamsDone chan struct{} // closed by CloseStreams
+	closeOnce   sync.Once
 }
 
 // New returns the HTTP API over store. A nil opts means the defaults.
@@ -58,7 +69,13 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	h := &Handler{store: store, log: o.Logger, opts: o}
+	if o.StreamPing <= 0 {
+		o.StreamPing = 15 * time.Second
+	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = 30 * time.Second
+	}
+	h := &Handler{store: store, log: o.Logger, opts: o, streamsDone: make(chan struct{})}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -77,6 +94,15 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 	h.router = r
 	h.routes()
 	return h
+}
+
+// CloseStreams ends every change stream being served and refuses new ones
+// (503 server_busy). A stream never ends by itself, and http.Server's
+// Shutdown waits for every handler: register it with
+// http.Server.RegisterOnShutdown so a graceful shutdown does not wait for
+// streams. It is idempotent.
+func (h *Handler) CloseStreams() {
+	h.closeOnce.Do(func() { close(h.streamsDone) })
 }
 
 // ServeHTTP serves one request and logs it.
