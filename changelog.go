@@ -246,8 +246,8 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // logInsert logs the rows of an executed insert plan; ids are their keys.
-// Each image is the row as stored: the given values, the columns'
-// defaults for the others, the assigned key.
+// Each image is the row as stored: the given values (converted as they were
+// bound), the columns' defaults for the others, the assigned key.
 func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 	if c.changes.off || len(ids) == 0 {
 		return nil
@@ -259,7 +259,7 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 		if err != nil {
 			return errors.Wrapf(err, "stored default of column %q", col.Name)
 		}
-		defaults[i] = storedValue(col.Type, d)
+		defaults[i] = d
 	}
 	w := newImageWriter(t, make([]byte, 0, 64*len(ids)))
 	vals := make([]any, len(t.columns))
@@ -279,7 +279,7 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 			case col == t.pk:
 				vals[i] = ids[r]
 			case pos[i] >= 0:
-				vals[i] = storedValue(col.Type, args[pos[i]])
+				vals[i] = args[pos[i]]
 			default:
 				vals[i] = defaults[i]
 			}
@@ -287,16 +287,6 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 		w.add(vals)
 	}
 	return c.appendChange(w.record(ChangeInsert))
-}
-
-// storedValue is v as a column of type typ stores it: NUMERIC keeps an
-// integral REAL that fits an int64 as an INTEGER, as SQLite's affinity
-// does.
-func storedValue(typ ColumnType, v any) any {
-	if f, ok := v.(float64); ok && typ == TypeNumeric && f == float64(int64(f)) && f >= -9.2233720368547e18 && f <= 9.2233720368547e18 {
-		return int64(f)
-	}
-	return v
 }
 
 // bulkExec runs a bulk update or delete, head (up to its WHERE) and cond

@@ -189,13 +189,16 @@ func decodeRecord(st *sqlite3.Stmt, after int64, limit int, out []Change) ([]Cha
 	}
 	data := st.ColumnRawText(5)
 	if op == ChangeDelete {
-		var keys []json.Number
+		var keys []any
 		if err := decodeJSON(data, &keys); err != nil || int64(len(keys)) != count {
 			return out, errors.New("change log: malformed delete record")
 		}
 		for i, k := range keys {
+			if n, ok := k.(json.Number); ok {
+				k = storedNumber(n)
+			}
 			if id := firstID + int64(i); id > after && len(out) < limit {
-				out = append(out, Change{ID: id, Table: table, Op: op, Key: storedNumber(k), At: at})
+				out = append(out, Change{ID: id, Table: table, Op: op, Key: k, At: at})
 			}
 		}
 		return out, nil
@@ -237,7 +240,7 @@ func decodeRecord(st *sqlite3.Stmt, after int64, limit int, out []Change) ([]Cha
 
 // storedNumber turns a number of the log back into the value SQLite
 // returned: a float64 when written with a fraction or an exponent, else an
-// int64. A string key of a delete record is kept as a string.
+// int64.
 func storedNumber(n json.Number) any {
 	s := string(n)
 	if strings.ContainsAny(s, ".eE") {
