@@ -96,16 +96,16 @@ func (s *Store) GetColumn(ctx context.Context, slug, table, column string) (Colu
 // are. Decoded from JSON, a field that is present is set.
 type ColumnUpdate struct {
 	// Name renames the column.
-	Name Change[string] `json:"new_column_name"`
+	Name Update[string] `json:"new_column_name"`
 	// Type changes the type, only while the column has no saved values.
-	Type Change[string] `json:"column_type"`
+	Type Update[string] `json:"column_type"`
 	// Nullable allows or forbids NULL.
-	Nullable Change[bool] `json:"is_nullable"`
+	Nullable Update[bool] `json:"is_nullable"`
 	// Default sets the default: a scalar fitting the (new) type, or nil for
 	// none.
-	Default Change[any] `json:"default_value"`
+	Default Update[any] `json:"default_value"`
 	// Unique forbids or allows duplicate values.
-	Unique Change[bool] `json:"is_unique"`
+	Unique Update[bool] `json:"is_unique"`
 }
 
 // AddColumn adds a column to a table (by numeric id or name) after its last

@@ -43,7 +43,7 @@ func encodeCursor(key, binding []byte, vals []any) Cursor {
 // n values.
 func decodeCursor(key, binding []byte, c Cursor, n int) ([]any, error) {
 	invalid := errorf(ErrInvalidCursor, "the cursor is not a next_cursor of this table, order and where")
-	raw, err := base64.RawURLEncoding.DecodeString(string(c))
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(string(c))
 	if err != nil || len(raw) < 1+cursorMACSize {
 		return nil, invalid
 	}

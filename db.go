@@ -209,6 +209,8 @@ type conn struct {
 	heap     *sqliteHeap // the Store's accounting, nil for a connection it does not count
 	reserved int64       // bytes reserved from heap for a query that grew
 	discard  bool        // closed, not pooled, when given back
+	// changes is the change-log state of the writer's unit of work.
+	changes changeCounts
 }
 
 // openConn opens a connection to the database at path; readOnly connections
@@ -252,6 +254,9 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 		}
 	} else {
 		pragmas = `PRAGMA journal_mode=WAL; ` + pragmas
+		if verifyChangeLog {
+			c.watchChanges()
+		}
 	}
 	return c.db.Exec(pragmas)
 }

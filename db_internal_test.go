@@ -16,7 +16,8 @@ import (
 func openTestProject(t *testing.T) (*project, func() int) {
 	t.Helper()
 	is := is.New(t)
-	s, err := Open(t.TempDir(), nil)
+	// No change log: the tests write rows with SQL of their own.
+	s, err := Open(t.TempDir(), &Options{changeLogOff: true})
 	is.NoErr(err)
 	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()

@@ -66,6 +66,12 @@ type Options struct {
 	// idempotency key is kept for its retries (see WithIdempotency).
 	// Zero: 24 hours.
 	IdempotencyTTL time.Duration
+	// ChangeRetention is how long the change log keeps a change; resuming
+	// the log before the oldest change kept is ErrChangesExpired. Zero:
+	// 7 days.
+	ChangeRetention time.Duration
+
+	changeLogOff bool // benchmarks only: write no change log
 }
 
 // defaultMaxInsertRows is the zero value of Options.MaxInsertRows.
@@ -122,6 +128,9 @@ func (o *Options) withDefaults() Options {
 	if r.IdempotencyTTL <= 0 {
 		r.IdempotencyTTL = 24 * time.Hour
 	}
+	if r.ChangeRetention <= 0 {
+		r.ChangeRetention = 7 * 24 * time.Hour
+	}
 	return r
 }
 
@@ -144,6 +153,8 @@ type Store struct {
 
 	queue queueStats  // waits for a connection, for Stats
 	heap  *sqliteHeap // SQLite memory of every connection, against MaxSQLiteMemory
+
+	feeds *feeds // live change feeds of the projects followed now
 }
 
 // Open returns a Store over the data folder dir, creating the folder if
@@ -166,13 +177,15 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	s.heap = &sqliteHeap{max: s.opts.MaxSQLiteMemory}
 	s.idle = sync.NewCond(&s.mu)
+	s.feeds = newFeeds(s)
 	return s, nil
 }
 
-// Close refuses new operations (they fail with ErrStoreClosed), waits for
-// the operations under way to finish, then closes every project database,
-// and returns once every database is closed, those being closed after an
-// eviction included. Close is idempotent.
+// Close refuses new operations (they fail with ErrStoreClosed), ends the
+// change feeds followed (see FollowChanges), waits for the operations under
+// way to finish, then closes every project database, and returns once every
+// database is closed, those being closed after an eviction included. Close
+// is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -180,6 +193,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.feeds.close()
 	for s.active > 0 {
 		s.idle.Wait()
 	}

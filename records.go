@@ -153,6 +153,9 @@ func (s *Store) Insert(ctx context.Context, slug, table string, rows []Row) (Ins
 			if err := addRowCount(c, t, int64(len(ids))); err != nil {
 				return err
 			}
+			if err := plan.logInsert(c, ids); err != nil {
+				return err
+			}
 			res = InsertResult{Table: t.Name, InsertedCount: len(ids), InsertedIDs: ids}
 			return nil
 		})
@@ -580,6 +583,9 @@ func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (D
 			if err := addRowCount(c, t, -1); err != nil {
 				return err
 			}
+			if err := c.appendChange(changeRecord{table: t.Name, op: ChangeDelete, count: 1, data: appendKeys(nil, []any{k})}); err != nil {
+				return err
+			}
 			id := showValue(k)
 			if s, ok := k.(string); ok {
 				id = s
@@ -604,14 +610,15 @@ func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (D
 // ErrUniqueViolation, ErrNotNullViolation, ErrTableNotFound,
 // ErrProjectNotFound.
 func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkUpdate) (BulkResult, error) {
-	return s.bulkChange(ctx, slug, table, OpUpdateRecords, upd, upd.Where, upd.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, error) {
+	return s.bulkChange(ctx, slug, table, OpUpdateRecords, upd, upd.Where, upd.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, bool, error) {
 		if len(upd.Data) == 0 {
-			return nil, errorf(ErrInvalidRequest, "data must be a non-empty object of column name to new value")
+			return nil, false, errorf(ErrInvalidRequest, "data must be a non-empty object of column name to new value")
 		}
 		vals, err := t.rowValues(upd.Data, nil)
 		if err != nil {
-			return nil, errors.WithMessage(err, "data")
+			return nil, false, errors.WithMessage(err, "data")
 		}
+		setsKey := false
 		args := make([]any, len(vals))
 		sql.WriteString("UPDATE ")
 		sql.WriteString(t.quoted)
@@ -624,8 +631,9 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 			sql.WriteString(cv.col.quoted)
 			sql.WriteString(" = ?")
 			args[i] = cv.val
+			setsKey = setsKey || cv.col == t.pk
 		}
-		return args, nil
+		return args, setsKey, nil
 	})
 }
 
@@ -637,19 +645,19 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 // role), ErrColumnNotFound, ErrInvalidWhere, ErrTableNotFound,
 // ErrProjectNotFound.
 func (s *Store) DeleteRecords(ctx context.Context, slug, table string, del BulkDelete) (BulkResult, error) {
-	return s.bulkChange(ctx, slug, table, OpDeleteRecords, del, del.Where, del.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, error) {
+	return s.bulkChange(ctx, slug, table, OpDeleteRecords, del, del.Where, del.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, bool, error) {
 		sql.WriteString("DELETE FROM ")
 		sql.WriteString(t.quoted)
-		return nil, nil
+		return nil, false, nil
 	})
 }
 
 // bulkChange runs a bulk update or delete: head writes the statement up to
-// its WHERE clause and returns the values it binds, then where selects the
-// rows; body is the request, fingerprinted for
-// idempotency.
+// its WHERE clause and returns the values it binds and whether it sets the
+// primary key, then where selects the rows; body is the request,
+// fingerprinted for idempotency.
 func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation, body any, where Where, allowAll bool,
-	head func(t *tableInfo, sql *strings.Builder) ([]any, error)) (BulkResult, error) {
+	head func(t *tableInfo, sql *strings.Builder) (args []any, setsKey bool, err error)) (BulkResult, error) {
 	var res BulkResult
 	err := s.withWrite(ctx, slug, writeCall{op: op, args: []any{table, body}, results: []any{&res}}, func(ctx context.Context, p *project) error {
 		if allowAll {
@@ -664,22 +672,27 @@ func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation
 			if err != nil {
 				return err
 			}
-			var sql strings.Builder
-			args, err := head(t, &sql)
+			var sql, cond strings.Builder
+			args, setsKey, err := head(t, &sql)
 			if err != nil {
 				return err
 			}
-			if args, err = where.appendSQL(t, &sql, args); err != nil {
+			if args, err = where.appendSQL(t, &cond, args); err != nil {
 				return err
 			}
-			if err := c.exec(sql.String(), args...); err != nil {
+			changeOp := ChangeDelete
+			if op == OpUpdateRecords {
+				changeOp = ChangeUpdate
+			}
+			n, err := c.bulkExec(t, changeOp, sql.String(), cond.String(), args, setsKey)
+			if err != nil {
 				err = dbError(ctx, err)
 				if code := ErrorCode(err); code != ErrInternal {
 					err = errors.WithMessagef(err, "table %q", t.Name)
 				}
 				return err
 			}
-			res = BulkResult{Table: t.Name, AffectedRows: c.db.Changes()}
+			res = BulkResult{Table: t.Name, AffectedRows: n}
 			if op == OpDeleteRecords {
 				return addRowCount(c, t, -res.AffectedRows)
 			}

@@ -106,6 +106,18 @@ CREATE TABLE _pd_secrets (
 `,
 	// Version 4: stored answers of idempotent writes.
 	idempotencySchema,
+	// Version 5: the change log (changelog.go). One record holds count
+	// changes of one op on one table, ids last_id-count+1 .. last_id.
+	`
+CREATE TABLE _pd_changes (
+	last_id    INTEGER PRIMARY KEY,
+	count      INTEGER NOT NULL,
+	table_name TEXT NOT NULL,
+	op         TEXT NOT NULL,
+	at         TEXT NOT NULL,
+	data       TEXT -- JSON: row images (insert, update), keys (delete); NULL for schema
+);
+`,
 }
 
 // migrate brings the control schema of the database on c to the newest

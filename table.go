@@ -51,23 +51,23 @@ type ColumnDef struct {
 	Default any
 }
 
-// Change is one field of an update request: the zero Change leaves the
-// field as it is, a set Change (Set true) sets it to To, which may be the
+// Update is one field of an update request: the zero Update leaves the
+// field as it is, a set Update (Set true) sets it to To, which may be the
 // zero value (nil for pointers: clear). Decoded from JSON, a field that is
 // present, null included, is set.
-type Change[T any] struct {
+type Update[T any] struct {
 	Set bool
 	To  T
 }
 
-// SetTo returns a Change that sets a field to v.
-func SetTo[T any](v T) Change[T] { return Change[T]{Set: true, To: v} }
+// SetTo returns an Update that sets a field to v.
+func SetTo[T any](v T) Update[T] { return Update[T]{Set: true, To: v} }
 
 // UnmarshalJSON marks the change as set and decodes its value, keeping
 // numbers exact (an int64 default survives). null is accepted only where T
 // can hold it (pointers, interfaces, maps, slices); null for a boolean or a
 // string is ErrInvalidRequest, not a silent false or "".
-func (c *Change[T]) UnmarshalJSON(b []byte) error {
+func (c *Update[T]) UnmarshalJSON(b []byte) error {
 	c.Set = true
 	if string(b) == "null" {
 		switch t := reflect.TypeFor[T](); t.Kind() {
@@ -82,7 +82,7 @@ func (c *Change[T]) UnmarshalJSON(b []byte) error {
 // TableUpdate lists the changes to a table; unset fields stay as they are.
 type TableUpdate struct {
 	// DisplayName sets the display name; set to nil to clear it.
-	DisplayName Change[*string] `json:"display_name"`
+	DisplayName Update[*string] `json:"display_name"`
 }
 
 const maxColumns = 500
@@ -314,7 +314,10 @@ func (p *project) writeSchema(ctx context.Context, fn func(c *conn, sc *schema) 
 		if err != nil {
 			return err
 		}
-		return fn(c, sc)
+		if err := fn(c, sc); err != nil {
+			return err
+		}
+		return logSchemaChanges(c, sc)
 	})
 }
 

@@ -80,6 +80,7 @@ const (
 	OpCreateExport          Operation = "create_export"
 	OpDownloadExport        Operation = "download_export"
 	OpDeleteNotFoundExports Operation = "delete_not_found_exports"
+	OpListChanges           Operation = "list_changes" // page or follow the change log
 )
 
 // operationRoles is the one table of which role each operation needs. Every
@@ -114,6 +115,7 @@ var operationRoles = map[Operation]Role{
 	OpCreateExport:          RoleWrite,
 	OpDownloadExport:        RoleRead,
 	OpDeleteNotFoundExports: RoleAdmin,
+	OpListChanges:           RoleRead,
 }
 
 // RequiredRole returns the least role that may do op.

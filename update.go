@@ -75,7 +75,9 @@ func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, da
 			if !found {
 				return errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
 			}
-			return nil
+			w := newImageWriter(t, nil)
+			w.add(scratch) // the row after the update, in column order
+			return c.appendChange(w.record(ChangeUpdate))
 		})
 	})
 	if err != nil {

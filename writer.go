@@ -21,6 +21,7 @@ type writeRequest struct {
 	fn    func(c *conn) error
 	alone bool // runs in its own transaction, interruptible by ctx
 
+	changed  bool // fn logged changes (see loggingChanges)
 	err      error
 	panicked any           // a panic of fn, raised again in the caller
 	done     chan struct{} // closed when err and panicked are final
@@ -80,7 +81,8 @@ func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool
 		return err
 	}
 	fn = recordingAnswer(ctx, fn) // an idempotent operation's answer commits with its effect
-	r := &writeRequest{ctx: ctx, fn: fn, alone: alone, done: make(chan struct{})}
+	r := &writeRequest{ctx: ctx, alone: alone, done: make(chan struct{})}
+	r.fn = p.loggingChanges(r, fn)
 	p.wq.mu.Lock()
 	p.wq.pending = append(p.wq.pending, r)
 	p.wq.mu.Unlock()
@@ -117,7 +119,23 @@ func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool
 	if r.panicked != nil {
 		panic(r.panicked)
 	}
+	if r.err == nil && r.changed {
+		p.store.changesCommitted(p) // after the commit: followers may read it
+	}
 	return r.err
+}
+
+// loggingChanges wraps the fn of r as one unit of work of the change log:
+// its changes share a timestamp, and r notes whether it logged any.
+func (p *project) loggingChanges(r *writeRequest, fn func(c *conn) error) func(c *conn) error {
+	return func(c *conn) error {
+		c.beginUnit(p.store.now(), p.store.opts.changeLogOff)
+		if err := fn(c); err != nil {
+			return err
+		}
+		r.changed = c.changes.records > 0
+		return c.checkChangeLog()
+	}
 }
 
 // runQueued runs every queued write, holding the writer.

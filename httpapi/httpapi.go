@@ -57,6 +57,13 @@ type Options struct {
 	// serves GET /metrics (no token). Zero: no metrics, and /metrics is
 	// route_not_found. Package prommetrics provides one for Prometheus.
 	Metrics Metrics
+	// StreamPing is how often an idle change stream sends a ": ping"
+	// comment. Zero: 15s.
+	StreamPing time.Duration
+	// StreamWriteTimeout bounds each write of a change stream: a client
+	// that does not take its events within it is disconnected (and
+	// resumes with Last-Event-ID). Zero: 30s.
+	StreamWriteTimeout time.Duration
 }
 
 // Handler is the HTTP API. It is safe for concurrent use.
@@ -66,9 +73,11 @@ type Handler struct {
 	log    *slog.Logger
 	opts   Options
 
-	origins      originSet   // from Options.AllowedOrigins
-	shuttingDown atomic.Bool // set by BeginShutdown
-	bodies       sync.Pool   // *bytes.Buffer for encoding responses
+	origins      originSet     // from Options.AllowedOrigins
+	shuttingDown atomic.Bool   // set by BeginShutdown
+	bodies       sync.Pool     // *bytes.Buffer for encoding responses
+	streamsDone  chan struct{} // closed by CloseStreams
+	closeOnce    sync.Once
 }
 
 // New returns the HTTP API over store. A nil opts means the defaults.
@@ -86,8 +95,14 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.StreamPing <= 0 {
+		o.StreamPing = 15 * time.Second
+	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = 30 * time.Second
+	}
 	o.BasePath = strings.TrimSuffix(o.BasePath, "/")
-	h := &Handler{store: store, log: o.Logger, opts: o, origins: newOriginSet(o.AllowedOrigins)}
+	h := &Handler{store: store, log: o.Logger, opts: o, origins: newOriginSet(o.AllowedOrigins), streamsDone: make(chan struct{})}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -108,6 +123,15 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 	h.routes()
 	h.operationsRoutes()
 	return h
+}
+
+// CloseStreams ends every change stream being served and refuses new ones
+// (503 server_busy). A stream never ends by itself, and http.Server's
+// Shutdown waits for every handler: register it with
+// http.Server.RegisterOnShutdown so a graceful shutdown does not wait for
+// streams. It is idempotent.
+func (h *Handler) CloseStreams() {
+	h.closeOnce.Do(func() { close(h.streamsDone) })
 }
 
 // ServeHTTP serves one request, logs it and reports it to Options.Metrics.

@@ -53,6 +53,9 @@ func (h *Handler) routes() {
 	h.handle(http.MethodPost, p+"/exports", pd.OpCreateExport, h.createExport)
 	h.handle(http.MethodDelete, p+"/exports/not-found", pd.OpDeleteNotFoundExports, h.deleteNotFoundExports)
 	h.handleStream(http.MethodGet, p+"/export/download/:export", pd.OpDownloadExport, h.downloadExport)
+
+	h.handle(http.MethodGet, p+"/changes", pd.OpListChanges, h.listChanges)
+	h.handleStream(http.MethodGet, p+"/changes/stream", pd.OpListChanges, h.streamChanges)
 }
 
 func (h *Handler) getProject(r *http.Request, ps httprouter.Params) (int, any, error) {

@@ -108,6 +108,9 @@ func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 		MaxHeaderBytes:    lim.maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	if s, ok := h.(interface{ CloseStreams() }); ok {
+		srv.RegisterOnShutdown(s.CloseStreams) // a change stream never ends by itself
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
