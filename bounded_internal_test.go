@@ -52,7 +52,8 @@ func within(t *testing.T, fn func()) {
 
 func TestWaitingForAConnectionIsBounded(t *testing.T) {
 	is := is.New(t)
-	s, secret, p := boundedStore(t, &Options{QueueTimeout: 20 * time.Millisecond, MaxReadersPerProject: 2})
+	clk := &clock{now: time.Now()}
+	s, secret, p := boundedStore(t, &Options{QueueTimeout: 20 * time.Millisecond, MaxReadersPerProject: 2, Now: clk.Now})
 	ctx := context.Background()
 	for range cap(p.rsem) { // every reader taken, as by slow queries
 		p.rsem <- struct{}{}
@@ -72,7 +73,7 @@ func TestWaitingForAConnectionIsBounded(t *testing.T) {
 	})
 	t.Run("AuthenticationNeitherWaitsNorStarves", func(t *testing.T) {
 		is := is.New(t)
-		s.opts.Now = func() time.Time { return time.Now().Add(time.Hour) } // a minute not yet recorded
+		clk.advance(time.Hour) // a minute not yet recorded
 		within(t, func() {
 			caller, err := s.Authenticate(ctx, "acme", secret)
 			is.NoErr(err)
@@ -83,10 +84,11 @@ func TestWaitingForAConnectionIsBounded(t *testing.T) {
 
 func TestLastUsedIsRecordedOnceTheWriterIsFree(t *testing.T) {
 	is := is.New(t)
-	s, secret, p := boundedStore(t, nil)
+	clk := &clock{now: time.Now()}
+	s, secret, p := boundedStore(t, &Options{Now: clk.Now})
 	ctx := context.Background()
-	now := time.Now().Add(time.Hour)
-	s.opts.Now = func() time.Time { return now }
+	clk.advance(time.Hour)
+	now := clk.Now()
 	p.wsem <- struct{}{}
 	_, err := s.Authenticate(ctx, "acme", secret) // skipped: the writer is busy
 	is.NoErr(err)
