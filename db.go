@@ -327,17 +327,7 @@ func (c *conn) queryOnce(sql string, args []any, each func(st *sqlite3.Stmt) err
 		return errors.Errorf("prepare: no statement: %.40q", sql)
 	}
 	defer st.Close()
-	if err := bindAll(st, args); err != nil {
-		return err
-	}
-	for st.Step() {
-		if each != nil {
-			if err := each(st); err != nil {
-				return err
-			}
-		}
-	}
-	return st.Err()
+	return stepStmt(st, args, each)
 }
 
 // exec runs a statement with args and discards any rows.
@@ -358,6 +348,12 @@ func (c *conn) query(sql string, args []any, each func(st *sqlite3.Stmt) error) 
 		}
 		st.ClearBindings()
 	}()
+	return stepStmt(st, args, each)
+}
+
+// stepStmt binds args to st and steps it to the end, calling each (when not
+// nil) for every row.
+func stepStmt(st *sqlite3.Stmt, args []any, each func(st *sqlite3.Stmt) error) error {
 	if err := bindAll(st, args); err != nil {
 		return err
 	}
