@@ -96,16 +96,16 @@ func (s *Store) GetColumn(ctx context.Context, slug, table, column string) (Colu
 // are. Decoded from JSON, a field that is present is set.
 type ColumnUpdate struct {
 	// Name renames the column.
-	Name Change[string] `json:"new_column_name"`
+	Name Update[string] `json:"new_column_name"`
 	// Type changes the type, only while the column has no saved values.
-	Type Change[string] `json:"column_type"`
+	Type Update[string] `json:"column_type"`
 	// Nullable allows or forbids NULL.
-	Nullable Change[bool] `json:"is_nullable"`
+	Nullable Update[bool] `json:"is_nullable"`
 	// Default sets the default: a scalar fitting the (new) type, or nil for
 	// none.
-	Default Change[any] `json:"default_value"`
+	Default Update[any] `json:"default_value"`
 	// Unique forbids or allows duplicate values.
-	Unique Change[bool] `json:"is_unique"`
+	Unique Update[bool] `json:"is_unique"`
 }
 
 // AddColumn adds a column to a table (by numeric id or name) after its last
@@ -125,7 +125,7 @@ type ColumnUpdate struct {
 // ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) AddColumn(ctx context.Context, slug, table string, def ColumnDef) (Column, error) {
 	var out Column
-	err := s.withProject(ctx, slug, OpAddColumn, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpAddColumn, args: []any{table, def}, results: []any{&out}}, func(ctx context.Context, p *project) error {
 		if def.Primary {
 			return errorf(ErrUnsupportedColumnChange, "a primary key column cannot be added to an existing table")
 		}
@@ -218,7 +218,7 @@ func addColumn(c *conn, t *tableInfo, spec columnSpec) error {
 // ErrTableNotFound, ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) UpdateColumn(ctx context.Context, slug, table, column string, upd ColumnUpdate) (Column, error) {
 	var out Column
-	err := s.withProject(ctx, slug, OpUpdateColumn, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpUpdateColumn, args: []any{table, column, upd}, results: []any{&out}}, func(ctx context.Context, p *project) error {
 		if upd.Name.Set {
 			if err := checkName(ErrInvalidColumnName, "column name", upd.Name.To); err != nil {
 				return err
@@ -303,7 +303,7 @@ func updatedSpec(old columnSpec, typ ColumnType, upd ColumnUpdate) (columnSpec, 
 	}
 	var err error
 	if next.Default, err = next.Type.convert(def); err != nil {
-		return next, errorf(ErrInvalidColumnValue, "default of column %q: %s", old.Name, err)
+		return next, errors.WithMessagef(err, "default of column %q", old.Name)
 	}
 	return next, nil
 }

@@ -33,12 +33,17 @@ func TestMain(m *testing.M) {
 		crashChild(dir)
 		os.Exit(0)
 	}
+	if dir := os.Getenv(idemCrashChildEnv); dir != "" {
+		idemCrashChild(dir)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
 // crashChild writes until it is killed: batch inserts, schema changes and
 // exports, acknowledging each on stdout only after it returned.
-// Acknowledgements: I batch, C column, R rebuild, E export, F failure.
+// Acknowledgements: I batch, C column, R rebuild, E export, F failure;
+// X batch announces the bulk delete of a batch.
 func crashChild(dir string) {
 	ctx := context.Background()
 	s, err := projectdata.Open(dir, nil)
@@ -77,6 +82,13 @@ func crashChild(dir string) {
 				return
 			}
 			ack("R %d", i)
+		case 7: // a bulk delete of the batch before; announced first, as it may commit unacknowledged
+			ack("X %d", i-1)
+			del := projectdata.BulkDelete{Where: projectdata.Where{{Column: "batch", Op: "=", Value: i - 1}}}
+			if _, err := s.DeleteRecords(ctx, "acme", "events", del); err != nil {
+				ack("F delete %v", err)
+				return
+			}
 		case 6:
 			exp, err := s.CreateExport(ctx, "acme", "events", "csv")
 			if err != nil {
@@ -114,7 +126,7 @@ func TestCrashSafety(t *testing.T) {
 	columns := map[string]bool{}
 	exports := map[string]bool{}
 	verified := map[string]bool{} // export files already checked against their manifests
-	rebuilds := 0
+	rebuilds, deletes := 0, 0
 	rng := rand.New(rand.NewPCG(1, 2))
 	for k := range killPoints {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -150,6 +162,10 @@ func TestCrashSafety(t *testing.T) {
 					acked[n] = true
 				case "C":
 					columns[arg] = true
+				case "X":
+					n, _ := strconv.Atoi(arg)
+					delete(acked, n)
+					deletes++
 				case "R":
 					rebuilds++
 				case "E":
@@ -163,16 +179,20 @@ func TestCrashSafety(t *testing.T) {
 		}
 		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
 		is.NoErr(cmd.Process.Signal(syscall.SIGKILL))
-		for range lines { // drain; lines after the kill are not acknowledged
+		for line := range lines { // drain; lines after the kill acknowledge nothing, but announce deletes
+			if kind, arg, _ := strings.Cut(line, " "); kind == "X" {
+				n, _ := strconv.Atoi(arg)
+				delete(acked, n)
+			}
 		}
 		cmd.Wait()
 		checkAfterCrash(t, k, dir, acked, columns, exports, verified)
 	}
-	t.Logf("%d kill points, %d acknowledged batches, %d columns, %d rebuilds, %d exports", killPoints, len(acked), len(columns), rebuilds, len(exports))
+	t.Logf("%d kill points, %d acknowledged batches, %d columns, %d rebuilds, %d bulk deletes, %d exports", killPoints, len(acked), len(columns), rebuilds, deletes, len(exports))
 }
 
 // checkAfterCrash reopens the data folder and checks everything the crash
-// may not have broken.
+// may not have broken, the kept row count included.
 func checkAfterCrash(t *testing.T, k int, dir string, acked map[int]bool, columns, exports, verified map[string]bool) {
 	t.Helper()
 	s, err := projectdata.Open(dir, nil)
@@ -211,6 +231,18 @@ func checkAfterCrash(t *testing.T, k int, dir string, acked map[int]bool, column
 		if counts[b] != crashBatch {
 			t.Fatalf("kill point %d: acknowledged batch %d lost", k, b)
 		}
+	}
+	rows := 0
+	for _, n := range counts {
+		rows += n
+	}
+	pdtest.CheckRowCounts(t, dir, "acme")
+	list, err := s.ListRecords(ctx, "acme", "events", projectdata.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *list.Total != int64(rows) {
+		t.Fatalf("kill point %d: total %d, COUNT(*) %d", k, *list.Total, rows)
 	}
 	_, cols, err := s.ListColumns(ctx, "acme", "events")
 	if err != nil {

@@ -31,23 +31,30 @@ type project struct {
 	ready   chan struct{} // closed once open has finished
 	openErr error         // set before ready is closed
 
-	refs    int  // guarded by store.mu
-	evicted bool // guarded by store.mu
+	refs      int  // operations using the project; guarded by store.mu
+	forgotten bool // dropped from the Store's open projects (forget); guarded by store.mu
 
 	wsem   chan struct{} // holds the writer; capacity 1
 	writer *conn
+	wq     writeQueue // writes waiting for the writer (writer.go)
+
+	asem chan struct{} // holds auth; capacity 1
+	auth *conn         // read-only connection of authentication; nil until used
 
 	rsem    chan struct{} // one slot per reader in use
 	rmu     sync.Mutex
 	readers []*conn // idle readers
 	closed  bool    // guarded by rmu
 
-	schemaMu  sync.Mutex
-	schema    *schema // cached registry of application tables; nil when stale
-	schemaGen uint64  // counts invalidations, so a slow load cannot install a stale registry
+	schemaMu sync.Mutex
+	schema   *schema // cached registry of application tables, newest version loaded; nil: none
 
 	lastUsedMu sync.Mutex
 	lastUsed   map[int64]time.Time // token id → last_used_at minute written
+
+	cursorKey   []byte       // signs list cursors (see cursorKey); set by open
+	tokens      tokenCache   // tokens verified against the database
+	idempotency inFlightKeys // idempotency keys whose first call is running
 }
 
 func (p *project) dbPath() string { return filepath.Join(p.dir, dbFileName) }
@@ -64,9 +71,14 @@ func (p *project) open() error {
 	if err != nil {
 		return errors.Wrapf(err, "open project %q", p.slug)
 	}
+	p.store.heap.track(w)
 	if err := migrate(w); err != nil {
 		w.close()
 		return errors.Wrapf(err, "migrate project %q", p.slug)
+	}
+	if p.cursorKey, err = cursorKey(w); err != nil {
+		w.close()
+		return errors.Wrapf(err, "open project %q", p.slug)
 	}
 	if p.store.opts.ReplicatorCheckpoints {
 		if err := w.db.WALAutoCheckpoint(0); err != nil {
@@ -77,6 +89,7 @@ func (p *project) open() error {
 	p.writer = w
 	p.wsem = make(chan struct{}, 1)
 	p.rsem = make(chan struct{}, p.store.opts.MaxReadersPerProject)
+	p.asem = make(chan struct{}, 1)
 	p.lastUsed = make(map[int64]time.Time)
 	p.sweepExports()
 	return nil
@@ -101,6 +114,11 @@ func (p *project) close() error {
 			first = err
 		}
 	}
+	if p.auth != nil {
+		if err := p.auth.close(); err != nil && first == nil {
+			first = err
+		}
+	}
 	if p.writer != nil {
 		if err := p.writer.close(); err != nil && first == nil {
 			first = err
@@ -109,35 +127,12 @@ func (p *project) close() error {
 	return first
 }
 
-// write runs fn in an immediate transaction on the writer connection: all
-// of fn's changes commit together, or none do (on error or panic).
-func (p *project) write(ctx context.Context, fn func(c *conn) error) (err error) {
-	select {
-	case p.wsem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-p.wsem }()
-
-	c := p.writer
-	old := c.db.SetInterrupt(ctx)
-	defer c.db.SetInterrupt(old)
-	tx, err := c.db.BeginImmediate()
-	if err != nil {
-		return dbError(ctx, err)
-	}
-	defer tx.End(&err)
-	return fn(c)
-}
-
 // read runs fn on a read-only connection from the pool. Each statement fn
 // runs sees its own snapshot; use readTx for several statements that must
 // agree.
 func (p *project) read(ctx context.Context, fn func(c *conn) error) error {
-	select {
-	case p.rsem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := p.enter(ctx, p.rsem, "read connection"); err != nil {
+		return err
 	}
 	defer func() { <-p.rsem }()
 
@@ -159,8 +154,16 @@ func (p *project) read(ctx context.Context, fn func(c *conn) error) error {
 // every statement sees the same snapshot.
 func (p *project) readTx(ctx context.Context, fn func(c *conn) error) error {
 	return p.read(ctx, func(c *conn) (err error) {
-		tx := c.db.Begin()
-		defer tx.End(&err)
+		// Cached statements: BEGIN and COMMIT run on every read. A
+		// transaction left open (COMMIT interrupted) makes read close c.
+		if err := c.exec(`BEGIN`); err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := c.exec(`COMMIT`); err == nil {
+				err = cerr
+			}
+		}()
 		return fn(c)
 	})
 }
@@ -178,14 +181,16 @@ func (p *project) takeReader() (*conn, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "open reader of project %q", p.slug)
 	}
+	p.store.heap.track(c)
 	return c, nil
 }
 
 // returnReader puts a reader back in the pool, or closes it when it is in
-// an unknown state (a transaction left open, a panic) or the project closed.
+// an unknown state (a transaction left open, a panic), its heap grew past
+// the usual size (see sqliteHeap) or the project closed.
 func (p *project) returnReader(c *conn, healthy bool) {
 	p.rmu.Lock()
-	if healthy && !p.closed {
+	if healthy && !c.discard && !p.closed {
 		p.readers = append(p.readers, c)
 		p.rmu.Unlock()
 		return
@@ -204,6 +209,15 @@ type conn struct {
 	// Its authorizer is installed once: setting an authorizer expires every
 	// prepared statement, which would empty the statement cache.
 	sandbox *sandbox
+	// changingRegistry is set on the writer while writeSchema changes the
+	// registry: what it reads then is not cached (see schemaFor).
+	changingRegistry bool
+
+	heap     *sqliteHeap // the Store's accounting, nil for a connection it does not count
+	reserved int64       // bytes reserved from heap for a query that grew
+	discard  bool        // closed, not pooled, when given back
+	// changes is the change-log state of the writer's unit of work.
+	changes changeCounts
 }
 
 // openConn opens a connection to the database at path; readOnly connections
@@ -247,6 +261,9 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 		}
 	} else {
 		pragmas = `PRAGMA journal_mode=WAL; ` + pragmas
+		if verifyChangeLog {
+			c.watchChanges()
+		}
 	}
 	return c.db.Exec(pragmas)
 }
@@ -254,6 +271,10 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 // close finalizes the cached statements and closes the connection.
 func (c *conn) close() error {
 	c.forgetStmts()
+	if c.heap != nil {
+		c.heap.closed(c)
+		c.heap = nil
+	}
 	return c.db.Close()
 }
 
@@ -283,10 +304,37 @@ func (c *conn) prepare(sql string) (*sqlite3.Stmt, error) {
 		return nil, errors.Errorf("prepare: not exactly one statement: %.40q", sql)
 	}
 	if len(c.stmts) >= maxCachedStmts {
-		c.forgetStmts()
+		c.forgetIdleStmts()
 	}
 	c.stmts[sql] = st
 	return st, nil
+}
+
+// forgetIdleStmts finalizes the cached statements that are not running: a
+// statement stepped by a caller up the stack (whose row callback prepares
+// more) stays valid.
+func (c *conn) forgetIdleStmts() {
+	for sql, st := range c.stmts {
+		if !st.Busy() {
+			st.Close()
+			delete(c.stmts, sql)
+		}
+	}
+}
+
+// queryOnce is query for SQL that is not worth caching (the explanation
+// of a failure, say): it is prepared, run and finalized, and leaves the
+// cache as it was.
+func (c *conn) queryOnce(sql string, args []any, each func(st *sqlite3.Stmt) error) error {
+	st, _, err := c.db.Prepare(sql)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return errors.Errorf("prepare: no statement: %.40q", sql)
+	}
+	defer st.Close()
+	return stepStmt(st, args, each)
 }
 
 // exec runs a statement with args and discards any rows.
@@ -307,6 +355,12 @@ func (c *conn) query(sql string, args []any, each func(st *sqlite3.Stmt) error) 
 		}
 		st.ClearBindings()
 	}()
+	return stepStmt(st, args, each)
+}
+
+// stepStmt binds args to st and steps it to the end, calling each (when not
+// nil) for every row.
+func stepStmt(st *sqlite3.Stmt, args []any, each func(st *sqlite3.Stmt) error) error {
 	if err := bindAll(st, args); err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ const (
 
 	ExportReasonFileMissing = "file_missing" // removed behind the Store's back
 	ExportReasonExpired     = "expired"      // removed by the Store after expires_at
+	ExportReasonFileChanged = "file_changed" // replaced behind the Store's back (a link, another size)
 )
 
 // Export list limits of the specification.
@@ -64,8 +65,8 @@ type Export struct {
 	SHA256     string `json:"sha256"`
 	// Status is ExportStatusReady or ExportStatusNotFound.
 	Status string `json:"status"`
-	// StatusReason is nil while ready, else ExportReasonFileMissing or
-	// ExportReasonExpired.
+	// StatusReason is nil while ready, else ExportReasonFileMissing,
+	// ExportReasonExpired or ExportReasonFileChanged.
 	StatusReason *string `json:"status_reason"`
 	// MissingAt is when the Store found the file gone (or removed it).
 	MissingAt *Timestamp `json:"missing_at"`
@@ -131,7 +132,7 @@ var exportIDPattern = regexp.MustCompile(`^exp_[a-z0-9]{1,64}$`)
 // ErrTableNotFound, ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (Export, error) {
 	var out Export
-	err := s.withProject(ctx, slug, OpCreateExport, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpCreateExport, args: []any{table, format}, results: []any{&out}}, func(ctx context.Context, p *project) error {
 		if format != "" && !strings.EqualFold(format, exportFormatCSV) {
 			return errorf(ErrInvalidExportFormat, "export format %.40q is not supported; use csv", format)
 		}
@@ -145,13 +146,15 @@ func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (E
 		e.Table = &file.table
 		e.DownloadName = file.table + "-" + e.CreatedAt.Format("20060102T150405Z") + ".csv"
 		e.TableCount = new(int64(1))
-		if err := p.recordExport(ctx, e, fileName); err != nil {
+		if err := p.recordExport(ctx, e, fileName, &out); err != nil {
 			return err
 		}
-		out = e
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return Export{}, err
+	}
+	return out, nil
 }
 
 // newExportID returns a new export id: "exp_" and 26 random lower-case
@@ -172,14 +175,16 @@ func (s *Store) newExport(slug, id, kind, format, contentType string, file expor
 }
 
 // recordExport records the manifest of a file already in place in the
-// exports folder; when that fails, the file is removed, so that no file
-// outlives a failed export.
-func (p *project) recordExport(ctx context.Context, e Export, fileName string) error {
+// exports folder and sets *out to it inside the write (the idempotent
+// answer is encoded right after the write's fn); when that fails, the file
+// is removed, so that no file outlives a failed export.
+func (p *project) recordExport(ctx context.Context, e Export, fileName string, out *Export) error {
 	table := "" // the column is NOT NULL; a project export has no table
 	if e.Table != nil {
 		table = *e.Table
 	}
 	err := p.write(ctx, func(c *conn) error {
+		*out = e
 		return c.exec(`INSERT INTO _pd_exports (id, kind, scope, table_name, format, file_name, download_name, content_type,
 			row_count, table_count, size_bytes, sha256, status, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -378,7 +383,8 @@ func (p *project) markExportsNotFound(ctx context.Context, gone map[string]strin
 	if len(gone) == 0 {
 		return nil
 	}
-	return p.write(ctx, func(c *conn) error {
+	// Bookkeeping, not the effect of an idempotent operation that calls it.
+	return p.write(withoutIdempotencyRecord(ctx), func(c *conn) error {
 		for id, reason := range gone {
 			if err := c.exec(`UPDATE _pd_exports SET status = ?, status_reason = ?, missing_at = ? WHERE id = ? AND status = ?`,
 				ExportStatusNotFound, reason, now, id, ExportStatusReady); err != nil {
@@ -477,7 +483,7 @@ func (s *Store) ListExports(ctx context.Context, slug string, q ExportQuery) (Ex
 // Errors: ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) DeleteNotFoundExports(ctx context.Context, slug string) (int, error) {
 	var n int
-	err := s.withProject(ctx, slug, OpDeleteNotFoundExports, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpDeleteNotFoundExports, args: nil, results: []any{&n}}, func(ctx context.Context, p *project) error {
 		if err := s.reconcileExports(ctx, p); err != nil {
 			return err
 		}
@@ -535,10 +541,7 @@ func (s *Store) OpenExport(ctx context.Context, slug, id string) (Export, *os.Fi
 		now := s.now()
 		reason, err := p.exportGone(fileName, e.ExpiresAt.Time, now)
 		if err == nil && reason == "" {
-			f, err = os.Open(p.exportPath(fileName))
-			if os.IsNotExist(err) {
-				reason, err = ExportReasonFileMissing, nil
-			}
+			f, reason, err = openExportFile(p.exportPath(fileName), e.SizeBytes)
 		}
 		if err != nil {
 			return errors.Wrap(err, "open export file")

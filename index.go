@@ -53,7 +53,7 @@ type IndexRequest struct {
 // values; nothing is created), ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) CreateIndex(ctx context.Context, slug, table string, req IndexRequest) (Index, error) {
 	var out Index
-	err := s.withProject(ctx, slug, OpCreateIndex, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpCreateIndex, args: []any{table, req}, results: []any{&out}}, func(ctx context.Context, p *project) error {
 		if len(req.Columns) == 0 {
 			return errorf(ErrInvalidRequest, "columns must name at least one column")
 		}
@@ -219,7 +219,7 @@ func (s *Store) ListIndexes(ctx context.Context, slug, table string) (tableName 
 // ErrPermissionDenied.
 func (s *Store) DropIndex(ctx context.Context, slug, table, index string) (string, error) {
 	var name string
-	err := s.withProject(ctx, slug, OpDropIndex, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpDropIndex, args: []any{table, index}, results: []any{&name}}, func(ctx context.Context, p *project) error {
 		return p.writeSchema(ctx, func(c *conn, sc *schema) error {
 			t, err := sc.lookupTable(table)
 			if err != nil {

@@ -3,7 +3,9 @@ package projectdata
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 )
@@ -20,14 +22,14 @@ func TestOpenProjectsStayBounded(t *testing.T) {
 		_, _, err = s.GetProject(ctx, fmt.Sprintf("p%d", i))
 		is.NoErr(err)
 		s.mu.Lock()
-		open := s.lru.Len()
+		open := s.projects.len()
 		s.mu.Unlock()
 		is.True(open <= 3)
 	}
 	// The most recent stays open; the oldest was closed first.
 	s.mu.Lock()
-	_, newest := s.projects["p9"]
-	_, oldest := s.projects["p0"]
+	_, newest := s.projects.byKey["p9"]
+	_, oldest := s.projects.byKey["p0"]
 	s.mu.Unlock()
 	is.True(newest)
 	is.True(!oldest)
@@ -52,6 +54,60 @@ func TestPinnedProjectIsNotClosedUnderItsUser(t *testing.T) {
 	s.release(pb)
 	s.release(pa)
 	s.mu.Lock()
-	is.True(s.lru.Len() <= 1)
+	is.True(s.projects.len() <= 1)
 	s.mu.Unlock()
+}
+
+// TestCloseWaitsForEvictedCloses: a project evicted by the release of the
+// last operation may still be closing when Close runs; Close returns only
+// once it is closed.
+func TestCloseWaitsForEvictedCloses(t *testing.T) {
+	is := is.New(t)
+	s, err := Open(t.TempDir(), &Options{MaxOpenProjects: 1})
+	is.NoErr(err)
+	ctx := context.Background()
+	for _, slug := range []string{"a", "b"} {
+		_, _, err := s.CreateProject(ctx, slug, "")
+		is.NoErr(err)
+	}
+	pa, err := s.acquire(ctx, "a")
+	is.NoErr(err)
+	pb, err := s.acquire(ctx, "b")
+	is.NoErr(err)
+
+	// Hold a's close half-way (close takes rmu first), then release a:
+	// its release evicts it and blocks in close.
+	pa.rmu.Lock()
+	released := make(chan struct{})
+	go func() {
+		s.release(pa)
+		close(released)
+	}()
+	for evicted := false; !evicted; runtime.Gosched() {
+		s.mu.Lock()
+		_, open := s.projects.byKey["a"]
+		s.mu.Unlock()
+		evicted = !open
+	}
+	s.release(pb)
+
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	// Close closes b, then must wait for a. Give it every chance to
+	// return early (a correct Close never does, whatever the delay).
+	for bClosed := false; !bClosed; runtime.Gosched() {
+		pb.rmu.Lock()
+		bClosed = pb.closed
+		pb.rmu.Unlock()
+	}
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-closed:
+		t.Fatal("Close returned while an evicted project was still closing")
+	default:
+	}
+	pa.rmu.Unlock()
+	is.NoErr(<-closed)
+	<-released
+	is.True(pa.closed)
 }

@@ -218,7 +218,7 @@ func (s *Store) GetProject(ctx context.Context, slug string) (proj Project, tabl
 // Errors: ErrProjectNotFound, ErrInvalidProjectName, ErrPermissionDenied.
 func (s *Store) RenameProject(ctx context.Context, slug, name string) (Project, error) {
 	var proj Project
-	err := s.withProject(ctx, slug, OpRenameProject, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpRenameProject, args: []any{name}, results: []any{&proj}}, func(ctx context.Context, p *project) error {
 		name, err := checkProjectName(name)
 		if err != nil {
 			return err

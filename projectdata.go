@@ -1,7 +1,6 @@
 package projectdata
 
 import (
-	"container/list"
 	"context"
 	"log/slog"
 	"os"
@@ -44,6 +43,33 @@ type Options struct {
 	MaxInsertRows int
 	// ExportTTL is how long an export file is kept. Zero: 7 days.
 	ExportTTL time.Duration
+	// QueueTimeout bounds how long an operation waits for a connection of
+	// its project (a reader, or the writer); a longer wait fails with
+	// ErrServerBusy. Zero: 2s.
+	QueueTimeout time.Duration
+	// MaxSQLiteMemory caps the memory of every SQLite connection of the
+	// Store together: each open connection counts for the usual heap of a
+	// reader (8 MiB), and a query that needs more reserves
+	// QueryMaxMemory until it ends. A query that would pass the cap fails
+	// with ErrServerBusy; writes are never refused for it. Zero: 512 MiB.
+	MaxSQLiteMemory int64
+	// QueryMaxSQLBytes bounds the SQL text of one query
+	// (ErrInvalidRequest). SQLite cannot interrupt the parsing of a
+	// statement, so this bounds its time. Zero: 100,000 bytes.
+	QueryMaxSQLBytes int
+	// MaxWriteGroup bounds how many concurrent writes to one project share
+	// one transaction (group commit; each write in its own savepoint, and
+	// acknowledged only after the shared commit). Zero: 128. One: every
+	// write commits in a transaction of its own.
+	MaxWriteGroup int
+	// IdempotencyTTL is how long the answer of a write made with an
+	// idempotency key is kept for its retries (see WithIdempotency).
+	// Zero: 24 hours.
+	IdempotencyTTL time.Duration
+	// ChangeRetention is how long the change log keeps a change; resuming
+	// the log before the oldest change kept is ErrChangesExpired. Zero:
+	// 7 days.
+	ChangeRetention time.Duration
 	// ReplicatorCheckpoints, when true, leaves checkpointing the
 	// write-ahead log to a replicator running beside the Store (Litestream,
 	// as `server serve -replica` runs it): a project's writer connection no
@@ -52,7 +78,12 @@ type Options struct {
 	// replicator is down the WAL grows until it is back. Zero (false):
 	// SQLite checkpoints the WAL whenever it reaches 1,000 pages.
 	ReplicatorCheckpoints bool
+
+	changeLogOff bool // benchmarks only: write no change log
 }
+
+// defaultMaxInsertRows is the zero value of Options.MaxInsertRows.
+const defaultMaxInsertRows = 10000
 
 // withDefaults returns a copy of o with every zero field set to its default.
 func (o *Options) withDefaults() Options {
@@ -85,10 +116,28 @@ func (o *Options) withDefaults() Options {
 		r.QueryMaxMemory = 64 << 20
 	}
 	if r.MaxInsertRows <= 0 {
-		r.MaxInsertRows = 10000
+		r.MaxInsertRows = defaultMaxInsertRows
 	}
 	if r.ExportTTL <= 0 {
 		r.ExportTTL = 7 * 24 * time.Hour
+	}
+	if r.QueueTimeout <= 0 {
+		r.QueueTimeout = 2 * time.Second
+	}
+	if r.MaxSQLiteMemory <= 0 {
+		r.MaxSQLiteMemory = 512 << 20
+	}
+	if r.QueryMaxSQLBytes <= 0 {
+		r.QueryMaxSQLBytes = 100000
+	}
+	if r.MaxWriteGroup <= 0 {
+		r.MaxWriteGroup = 128
+	}
+	if r.IdempotencyTTL <= 0 {
+		r.IdempotencyTTL = 24 * time.Hour
+	}
+	if r.ChangeRetention <= 0 {
+		r.ChangeRetention = 7 * 24 * time.Hour
 	}
 	return r
 }
@@ -107,8 +156,13 @@ type Store struct {
 	idle     *sync.Cond // signalled when active drops to zero
 	active   int        // operations holding a project
 	closed   bool
-	projects map[string]*list.Element // slug → element of lru holding *project
-	lru      *list.List               // most recently used at the front
+	projects *lru[*project] // the open projects, by slug
+	closing  sync.WaitGroup // closes of evicted projects under way; Close waits for them
+
+	queue queueStats  // waits for a connection, for Stats
+	heap  *sqliteHeap // SQLite memory of every connection, against MaxSQLiteMemory
+
+	feeds *feeds // live change feeds of the projects followed now
 }
 
 // Open returns a Store over the data folder dir, creating the folder if
@@ -127,16 +181,19 @@ func Open(dir string, opts *Options) (*Store, error) {
 	s := &Store{
 		dir:      abs,
 		opts:     opts.withDefaults(),
-		projects: make(map[string]*list.Element),
-		lru:      list.New(),
+		projects: newLRU[*project](),
 	}
+	s.heap = &sqliteHeap{max: s.opts.MaxSQLiteMemory}
 	s.idle = sync.NewCond(&s.mu)
+	s.feeds = newFeeds(s)
 	return s, nil
 }
 
-// Close refuses new operations (they fail with ErrStoreClosed), waits for
-// the operations under way to finish, then closes every project database.
-// Close is idempotent.
+// Close refuses new operations (they fail with ErrStoreClosed), ends the
+// change feeds followed (see FollowChanges), waits for the operations under
+// way to finish, then closes every project database, and returns once every
+// database is closed, those being closed after an eviction included. Close
+// is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -144,15 +201,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.feeds.close()
 	for s.active > 0 {
 		s.idle.Wait()
 	}
-	var open []*project
-	for e := s.lru.Front(); e != nil; e = e.Next() {
-		open = append(open, e.Value.(*project))
-	}
-	s.projects = nil
-	s.lru.Init()
+	open := s.projects.drain()
 	s.mu.Unlock()
 
 	var first error
@@ -162,6 +215,7 @@ func (s *Store) Close() error {
 			first = err
 		}
 	}
+	s.closing.Wait()
 	return first
 }
 
@@ -171,13 +225,31 @@ type Stats struct {
 	OpenProjects int
 	// Operations is how many operations are under way now.
 	Operations int
+	// QueueWaits counts, since Open, the operations that found every
+	// connection they could use busy and waited for one.
+	QueueWaits int64
+	// QueueWaitTime is the time those operations waited, in all.
+	QueueWaitTime time.Duration
 }
 
-// Stats returns the Store's open resources.
+// Stats returns the Store's open resources and its counters.
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{OpenProjects: s.lru.Len(), Operations: s.active}
+	return Stats{
+		OpenProjects:  s.projects.len(),
+		Operations:    s.active,
+		QueueWaits:    s.queue.waits.Load(),
+		QueueWaitTime: time.Duration(s.queue.nanos.Load()),
+	}
+}
+
+// Closed reports whether Close has been called: from then on the Store
+// refuses new operations.
+func (s *Store) Closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // now returns the Store's clock reading, in UTC to the millisecond.
@@ -200,10 +272,8 @@ func (s *Store) acquire(ctx context.Context, slug string) (*project, error) {
 		return nil, errorf(ErrStoreClosed, "the store is closed")
 	}
 	s.active++
-	if e, ok := s.projects[slug]; ok {
-		p := e.Value.(*project)
+	if p, ok := s.projects.get(slug); ok {
 		p.refs++
-		s.lru.MoveToFront(e)
 		s.mu.Unlock()
 		<-p.ready
 		if p.openErr != nil {
@@ -213,17 +283,14 @@ func (s *Store) acquire(ctx context.Context, slug string) (*project, error) {
 		return p, nil
 	}
 	p := &project{slug: slug, dir: filepath.Join(s.dir, slug), store: s, refs: 1, ready: make(chan struct{})}
-	s.projects[slug] = s.lru.PushFront(p)
+	s.projects.add(slug, p)
 	s.mu.Unlock()
 
 	p.openErr = p.open()
 	close(p.ready)
 	if p.openErr != nil {
 		s.mu.Lock()
-		if e, ok := s.projects[slug]; ok && e.Value == p {
-			delete(s.projects, slug)
-			s.lru.Remove(e)
-		}
+		s.projects.removeIf(slug, func(q *project) bool { return q == p })
 		s.mu.Unlock()
 		s.release(p)
 		return nil, p.openErr
@@ -240,33 +307,29 @@ func (s *Store) release(p *project) {
 	if s.active == 0 {
 		s.idle.Broadcast()
 	}
-	closeNow := p.refs == 0 && p.evicted && p.openErr == nil
+	forgotten := p.forgotten && p.refs == 0 // see forget
+	if forgotten {
+		s.closing.Add(1)
+	}
 	s.mu.Unlock()
-	if closeNow {
-		s.closeQuietly(p)
+	if forgotten {
+		s.closeForgotten(p)
 	}
 	s.evict()
 }
 
 // evict closes least recently used idle projects while more than
-// MaxOpenProjects are open. Projects in use are never closed under a caller.
+// MaxOpenProjects are open. Projects in use are never closed under a
+// caller: a project busy now is evicted by a later release. Close waits
+// for the closes evict starts.
 func (s *Store) evict() {
 	s.mu.Lock()
-	var idle []*project
-	for e := s.lru.Back(); e != nil && s.lru.Len() > s.opts.MaxOpenProjects; {
-		prev := e.Prev()
-		p := e.Value.(*project)
-		if p.refs == 0 {
-			delete(s.projects, p.slug)
-			s.lru.Remove(e)
-			p.evicted = true
-			idle = append(idle, p)
-		}
-		e = prev
-	}
+	idle := s.projects.trim(s.opts.MaxOpenProjects, func(p *project) bool { return p.refs == 0 })
+	s.closing.Add(len(idle))
 	s.mu.Unlock()
 	for _, p := range idle {
 		s.closeQuietly(p)
+		s.closing.Done()
 	}
 }
 
@@ -278,16 +341,24 @@ func (s *Store) closeQuietly(p *project) {
 
 // withProject runs fn with the open project, after checking that the
 // caller in ctx (if any) may do op on it; an empty op checks no caller.
+// A project pinned by ctx (see Pin) is used as it is.
 func (s *Store) withProject(ctx context.Context, slug string, op Operation, fn func(p *project) error) error {
-	p, err := s.acquire(ctx, slug)
-	if err != nil {
-		return err
+	p, ok := s.pinned(ctx, slug)
+	if ok {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if p, err = s.acquire(ctx, slug); err != nil {
+			return busyIfExhausted(err)
+		}
+		defer s.release(p)
 	}
-	defer s.release(p)
 	if op != "" {
 		if err := authorize(ctx, slug, op); err != nil {
 			return err
 		}
 	}
-	return fn(p)
+	return busyIfExhausted(fn(p))
 }

@@ -1,6 +1,7 @@
 package projectdata
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -35,44 +36,116 @@ type QueryRequest struct {
 
 // UnmarshalJSON decodes the query body: sql or query (one of them), params
 // as an array (positional) or an object (named), and limit (an explicit
-// value below 1 is clamped to 1).
+// value below 1 is clamped to 1). It is what DecodeJSON does with a
+// QueryRequest.
 func (q *QueryRequest) UnmarshalJSON(b []byte) error {
-	var body struct {
-		SQL    *string         `json:"sql"`
-		Query  *string         `json:"query"`
-		Params json.RawMessage `json:"params"`
-		Limit  *json.Number    `json:"limit"`
+	js := newJSONStream(bytes.NewReader(b))
+	if err := q.decodeJSONStream(js); err != nil {
+		return err
 	}
-	if err := decodeJSONStrict(b, &body); err != nil {
+	return js.end()
+}
+
+// decodeJSONStream reads the query body in one pass. Params are read one
+// by one: a container where a scalar belongs, or more params than SQLite
+// takes, is refused before the rest is read.
+func (q *QueryRequest) decodeJSONStream(js *jsonStream) error {
+	badBody := errorf(ErrInvalidRequest, "the query body must be an object with sql or query, params and limit")
+	var sql, query *string
+	err := js.object(badBody, func(key string) error {
+		switch key {
+		case "sql", "query":
+			v, err := js.scalar()
+			if err != nil && err != errNotScalar {
+				return err
+			}
+			s, ok := v.(string)
+			if v == nil && err == nil {
+				return nil
+			}
+			if !ok {
+				return errorf(ErrInvalidRequest, "%s must be a string", key)
+			}
+			if key == "sql" {
+				sql = &s
+			} else {
+				query = &s
+			}
+		case "params":
+			return q.decodeParams(js)
+		case "limit":
+			v, err := js.scalar()
+			if err != nil && err != errNotScalar {
+				return err
+			}
+			if v == nil && err == nil {
+				return nil
+			}
+			n, ok := v.(json.Number)
+			i, nerr := n.Int64()
+			if !ok || nerr != nil {
+				return errorf(ErrInvalidRequest, "limit must be an integer")
+			}
+			q.Limit = int(max(1, min(i, MaxQueryLimit)))
+		default:
+			return errorf(ErrInvalidRequest, "unknown field %.40q (fields: sql or query, params, limit)", key)
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	switch {
-	case body.SQL != nil && body.Query != nil && *body.SQL != *body.Query:
+	case sql != nil && query != nil && *sql != *query:
 		return errorf(ErrInvalidRequest, "send the statement as sql or as query, not both")
-	case body.SQL != nil:
-		q.SQL = *body.SQL
-	case body.Query != nil:
-		q.SQL = *body.Query
-	}
-	if p := strings.TrimSpace(string(body.Params)); p != "" && p != "null" {
-		var err error
-		if p[0] == '[' {
-			err = decodeJSON(body.Params, &q.Args)
-		} else {
-			err = decodeJSON(body.Params, &q.Named)
-		}
-		if err != nil {
-			return errorf(ErrInvalidRequest, "params must be an array (positional) or an object (named)")
-		}
-	}
-	if body.Limit != nil {
-		n, err := body.Limit.Int64()
-		if err != nil {
-			return errorf(ErrInvalidRequest, "limit must be an integer")
-		}
-		q.Limit = int(max(1, min(n, MaxQueryLimit)))
+	case sql != nil:
+		q.SQL = *sql
+	case query != nil:
+		q.SQL = *query
 	}
 	return nil
+}
+
+// decodeParams reads params: null, an array (positional) or an object
+// (named) of at most maxQueryParams scalars.
+func (q *QueryRequest) decodeParams(js *jsonStream) error {
+	tok, err := js.token()
+	if err != nil {
+		return err
+	}
+	tooMany := errorf(ErrInvalidRequest, "a statement takes at most %d params", maxQueryParams)
+	scalar := func(name string) (any, error) {
+		v, err := js.scalar()
+		if err == errNotScalar {
+			return nil, errorf(ErrInvalidRequest, "parameter %s: a parameter must be a string, number, boolean or null", name)
+		}
+		return v, err
+	}
+	switch tok {
+	case nil:
+		return nil
+	case json.Delim('['):
+		q.Args = []any{}
+		return js.array(func(i int) error {
+			if i >= maxQueryParams {
+				return tooMany
+			}
+			v, err := scalar(strconv.Itoa(i + 1))
+			q.Args = append(q.Args, v)
+			return err
+		})
+	case json.Delim('{'):
+		q.Named = map[string]any{}
+		return js.fields(func(key string) error {
+			v, err := scalar(":" + key)
+			q.Named[key] = v
+			if len(q.Named) > maxQueryParams {
+				return tooMany
+			}
+			return err
+		})
+	}
+	return errorf(ErrInvalidRequest, "params must be an array (positional) or an object (named)")
 }
 
 // QueryResult is the answer to a query.
@@ -121,6 +194,9 @@ func (s *Store) Query(ctx context.Context, slug string, req QueryRequest) (Query
 			return err
 		})
 		res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+		if errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil {
+			return ctx.Err() // interrupted while reading the registry
+		}
 		return err
 	})
 	return res, err
@@ -132,13 +208,31 @@ type sandbox struct {
 	sc          *schema
 	deniedTable string
 	deniedOther bool
+	// budget, when set, ends preparation too: SQLite asks the authorizer
+	// all along planning, and a denial stops it.
+	budget  context.Context
+	expired bool
 }
 
 // eponymousTables are the table-valued functions a query may read: they
 // compute rows from their arguments and touch no table.
-var eponymousTables = map[string]bool{"json_each": true, "json_tree": true, "generate_series": true}
+// A table of the same name would shadow them, so no table may take one of
+// these names (see checkTableDef).
+var eponymousTables = map[string]bool{
+	"json_each": true, "json_tree": true, "jsonb_each": true, "jsonb_tree": true, "generate_series": true,
+}
+
+// isPragmaFunction reports whether a name is one of SQLite's pragma_*
+// table-valued functions, which read the database's structure.
+func isPragmaFunction(name string) bool {
+	return strings.HasPrefix(strings.ToLower(name), "pragma_")
+}
 
 func (sb *sandbox) authorize(action sqlite3.AuthorizerActionCode, name3rd, _, schema, _ string) sqlite3.AuthorizerReturnCode {
+	if sb.budget != nil && sb.budget.Err() != nil {
+		sb.expired = true
+		return sqlite3.AUTH_DENY
+	}
 	switch action {
 	case sqlite3.AUTH_SELECT, sqlite3.AUTH_FUNCTION, sqlite3.AUTH_RECURSIVE:
 		return sqlite3.AUTH_OK
@@ -165,8 +259,10 @@ func (sb *sandbox) authorize(action sqlite3.AuthorizerActionCode, name3rd, _, sc
 
 // readable decides one read. SQLite names the schema of a column read; a
 // read of a whole table (count(*)) or of a common table expression comes
-// with no schema, so a name without one passes only when it is a
-// registered table or no table at all (a CTE).
+// with no schema and no column, so a name without one passes only when it
+// is a registered table, an allowed table-valued function, or no table at
+// all (a CTE): never a pragma function, whose check SQLite would otherwise
+// make only while stepping.
 func (sb *sandbox) readable(table, schema string) bool {
 	name := strings.ToLower(table)
 	switch {
@@ -175,7 +271,7 @@ func (sb *sandbox) readable(table, schema string) bool {
 	case sb.sc.byName[name] != nil, eponymousTables[name]:
 		return true
 	case schema == "":
-		return !isReserved(name) && !sb.sc.objects[name]
+		return !isReserved(name) && !isPragmaFunction(name) && !sb.sc.objects[name]
 	}
 	return false
 }
@@ -188,21 +284,81 @@ func (sb *sandbox) err() error {
 	return errorf(ErrWriteSQLForbidden, "the statement does something other than read application tables")
 }
 
-// runQuery prepares, checks, binds and steps the statement on the reader c.
-func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequest, limit int) (res QueryResult, err error) {
-	defer recoverOOM(&err)
-	sb := &sandbox{sc: sc}
+// runQuery runs the statement on the reader c under the execution budget
+// (Options.QueryTimeout, from preparation on, ended early when ctx ends).
+// It runs first within the usual heap of a connection; a statement that
+// needs more runs once more within Options.QueryMaxMemory, reserved from
+// Options.MaxSQLiteMemory, and its reader is then closed, not pooled, so
+// that the memory goes back.
+func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequest, limit int) (QueryResult, error) {
+	budget, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	q := &queryRun{s: s, ctx: ctx, budget: budget, c: c, sc: sc, req: req, limit: limit}
+	usual := min(usualQueryHeap, s.opts.QueryMaxMemory)
+	res, err := q.run(usual)
+	if !errors.Is(err, errQueryHeap) {
+		return res, err
+	}
+	if usual < s.opts.QueryMaxMemory {
+		if !s.heap.reserve(c, s.opts.QueryMaxMemory) {
+			return res, errorf(ErrServerBusy, "the server's SQLite memory (%d MiB) is in use by other queries; retry", s.opts.MaxSQLiteMemory>>20)
+		}
+		res, err = q.run(s.opts.QueryMaxMemory)
+	}
+	if errors.Is(err, errQueryHeap) {
+		err = errorf(ErrQueryBudgetExceeded, "the query needs more memory than its budget of %d MiB; narrow the query", s.opts.QueryMaxMemory>>20)
+	}
+	return res, err
+}
+
+// usualQueryHeap is the heap a reader may grow to and still be pooled.
+const usualQueryHeap = 8 << 20
+
+// errQueryHeap is a statement that ran out of the heap it was given.
+var errQueryHeap = errors.New("the query needs more heap")
+
+// queryRun is one query on a reader, under its budget.
+type queryRun struct {
+	s      *Store
+	ctx    context.Context // the caller's
+	budget context.Context // ctx with the execution budget
+	c      *conn
+	sc     *schema
+	req    QueryRequest
+	limit  int
+
+	prepared time.Duration // how long preparation took
+	// hintBudget bounds the EXPLAIN work of the budget error's hint. Zero: a
+	// tenth of Options.QueryTimeout, for SQL from the caller.
+	hintBudget time.Duration
+}
+
+// run prepares, checks, binds and steps the statement once, with SQLite's
+// heap capped at heap.
+func (q *queryRun) run(heap int64) (res QueryResult, err error) {
+	c := q.c
+	defer recoverDriverPanic(c, &err)
+	sb := &sandbox{sc: q.sc, budget: q.budget}
 	c.sandbox = sb
 	defer func() { c.sandbox = nil }()
-	maxBytes := s.opts.QueryMaxBytes
+	maxBytes := q.s.opts.QueryMaxBytes
 	oldLength := c.db.Limit(sqlite3.LIMIT_LENGTH, maxBytes)
 	defer c.db.Limit(sqlite3.LIMIT_LENGTH, oldLength)
-	oldHeap := c.db.HardHeapLimit(s.opts.QueryMaxMemory)
+	oldSQL := c.db.Limit(sqlite3.LIMIT_SQL_LENGTH, q.s.opts.QueryMaxSQLBytes)
+	defer c.db.Limit(sqlite3.LIMIT_SQL_LENGTH, oldSQL)
+	oldHeap := c.db.HardHeapLimit(heap)
 	defer c.db.HardHeapLimit(oldHeap)
+	old := c.db.SetInterrupt(q.budget)
+	defer c.db.SetInterrupt(old)
 
-	st, tail, err := c.db.PrepareFlags(req.SQL, sqlite3.PREPARE_DONT_LOG)
+	if len(q.req.SQL) > q.s.opts.QueryMaxSQLBytes {
+		return res, errorf(ErrInvalidRequest, "the statement is longer than %d bytes", q.s.opts.QueryMaxSQLBytes)
+	}
+	start := time.Now()
+	st, tail, err := c.db.PrepareFlags(q.req.SQL, sqlite3.PREPARE_DONT_LOG)
+	q.prepared = time.Since(start)
 	if err != nil {
-		return res, sb.prepareError(err)
+		return res, q.prepareError(sb, err)
 	}
 	if st == nil {
 		return res, errorf(ErrInvalidRequest, "sql holds no statement")
@@ -219,50 +375,52 @@ func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequ
 	if !st.ReadOnly() {
 		return res, errorf(ErrWriteSQLForbidden, "the statement is not read-only")
 	}
-	if err := bindQueryParams(st, req); err != nil {
+	if err := bindQueryParams(st, q.req); err != nil {
 		return res, err
 	}
 
-	budget, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
-	defer cancel()
-	old := c.db.SetInterrupt(budget)
-	defer c.db.SetInterrupt(old)
-
-	res.Limit = limit
+	res.Limit = q.limit
 	res.Columns = resultColumns(st)
 	res.Rows = []Row{}
 	size := 0
 	for st.Step() {
-		if len(res.Rows) == limit {
+		if len(res.Rows) == q.limit {
 			res.Truncated = true
 			break
 		}
 		row := make(Row, len(res.Columns))
+		size += 2 // the row's braces or the comma before it
 		for i, name := range res.Columns {
 			v := columnValue(st, i)
 			size += encodedSize(name, v)
 			row[name] = v
 		}
 		if size > maxBytes {
-			return res, errorf(ErrQueryResultTooLarge, "the result exceeds %d bytes; select fewer columns or rows", maxBytes)
+			return res, errorf(ErrQueryResultTooLarge, "the result exceeds %d bytes of JSON; select fewer columns or rows", maxBytes)
 		}
 		res.Rows = append(res.Rows, row)
 	}
 	if err := st.Err(); err != nil {
 		c.db.SetInterrupt(old)
-		return res, s.stepError(ctx, c, sc, req, budget, err)
+		return res, q.stepError(sb, err)
 	}
 	res.RowCount = len(res.Rows)
 	return res, nil
 }
 
 // prepareError explains a statement that did not prepare.
-func (sb *sandbox) prepareError(err error) error {
+func (q *queryRun) prepareError(sb *sandbox, err error) error {
 	switch {
+	case sb.expired && q.ctx.Err() != nil:
+		return q.ctx.Err()
+	case sb.expired:
+		return q.budgetError()
 	case errors.Is(err, sqlite3.AUTH):
 		return sb.err()
 	case errors.Is(err, sqlite3.TOOBIG):
-		return errorf(ErrQueryResultTooLarge, "the statement is too large")
+		return errorf(ErrInvalidRequest, "the statement is larger than SQLite allows")
+	case errors.Is(err, sqlite3.NOMEM):
+		return errQueryHeap
 	}
 	return errorf(ErrInvalidRequest, "invalid SQL: %s", sqliteMessage(err))
 }
@@ -270,32 +428,56 @@ func (sb *sandbox) prepareError(err error) error {
 // stepError explains a failure while stepping: the execution budget ran
 // out (with the plan's full scans as the hint), a value outgrew the result
 // budget, or the SQL failed.
-func (s *Store) stepError(ctx context.Context, c *conn, sc *schema, req QueryRequest, budget context.Context, err error) error {
+func (q *queryRun) stepError(sb *sandbox, err error) error {
 	switch {
-	case errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(err, sqlite3.INTERRUPT) && budget.Err() != nil:
-		msg := "the query ran past its execution budget of " + s.opts.QueryTimeout.String()
-		if scans := fullScans(c, sc, req); len(scans) > 0 {
-			msg += "; the plan scans " + strings.Join(scans, ", ") + " in full: add an index or narrow the query"
-		} else {
-			msg += "; narrow the query"
-		}
-		return errorf(ErrQueryBudgetExceeded, "%s", msg)
+	case errors.Is(err, sqlite3.INTERRUPT) && q.ctx.Err() != nil:
+		return q.ctx.Err()
+	case errors.Is(err, sqlite3.INTERRUPT) && q.budget.Err() != nil:
+		return q.budgetError()
 	case errors.Is(err, sqlite3.TOOBIG):
-		return errorf(ErrQueryResultTooLarge, "a value of the result exceeds %d bytes", s.opts.QueryMaxBytes)
+		return errorf(ErrQueryResultTooLarge, "a value of the result exceeds %d bytes", q.s.opts.QueryMaxBytes)
 	case errors.Is(err, sqlite3.NOMEM):
-		return errorf(ErrQueryBudgetExceeded, "the query needs more memory than its budget; narrow the query")
+		return errQueryHeap
+	case errors.Is(err, sqlite3.AUTH):
+		return sb.err()
 	}
 	return errorf(ErrInvalidRequest, "the query failed: %s", sqliteMessage(err))
+}
+
+// budgetError is query_budget_exceeded, with the plan's full scans as the
+// hint. The hint has its own small budget (a tenth of the query's, tied to
+// the caller's context) and is left out when the statement took longer
+// than that to prepare, so the whole query stays within 1.1 times
+// Options.QueryTimeout.
+func (q *queryRun) budgetError() error {
+	msg := "the query ran past its execution budget of " + q.s.opts.QueryTimeout.String()
+	hintBudget := q.hintBudget
+	if hintBudget == 0 {
+		hintBudget = q.s.opts.QueryTimeout / 10
+	}
+	var scans []string
+	if q.prepared < hintBudget/2 {
+		hctx, cancel := context.WithTimeout(q.ctx, hintBudget)
+		old := q.c.db.SetInterrupt(hctx)
+		scans = fullScans(hctx, q.c, q.sc, q.req)
+		q.c.db.SetInterrupt(old)
+		cancel()
+	}
+	if len(scans) > 0 {
+		msg += "; the plan scans " + strings.Join(scans, ", ") + " in full: add an index or narrow the query"
+	} else {
+		msg += "; narrow the query"
+	}
+	return errorf(ErrQueryBudgetExceeded, "%s", msg)
 }
 
 // fullScans returns the application tables that the statement reads in
 // full. It reads the statement's bytecode (EXPLAIN, prepared through the
 // same sandbox, never run): a cursor opened on a table or one of its
 // indexes and looped from its first row (Rewind) is a full scan. The plan's
-// own text names aliases, not tables, so it is not used.
-func fullScans(c *conn, sc *schema, req QueryRequest) []string {
+// own text names aliases, not tables, so it is not used. It stops, with
+// what it found, when budget ends.
+func fullScans(budget context.Context, c *conn, sc *schema, req QueryRequest) []string {
 	// The caller's statement has failed and is not stepped again, so its
 	// sandbox can go while we read the schema ourselves.
 	c.sandbox = nil
@@ -307,7 +489,7 @@ func fullScans(c *conn, sc *schema, req QueryRequest) []string {
 	if err != nil || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(req.SQL)), "EXPLAIN") {
 		return nil
 	}
-	c.sandbox = &sandbox{sc: sc}
+	c.sandbox = &sandbox{sc: sc, budget: budget}
 	st, _, err := c.db.Prepare("EXPLAIN " + req.SQL)
 	c.sandbox = nil
 	if err != nil || st == nil {
@@ -422,7 +604,10 @@ func columnValue(st *sqlite3.Stmt, i int) any {
 	case sqlite3.INTEGER:
 		return st.ColumnInt64(i)
 	case sqlite3.FLOAT:
-		return st.ColumnFloat(i)
+		if f := st.ColumnFloat(i); !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return f
+		}
+		return st.ColumnText(i) // JSON has no infinity: SQLite's text, "Inf" or "-Inf"
 	case sqlite3.TEXT:
 		return st.ColumnText(i)
 	case sqlite3.BLOB:
@@ -431,51 +616,14 @@ func columnValue(st *sqlite3.Stmt, i int) any {
 	return nil
 }
 
-// encodedSize estimates the bytes of a value and its key in a JSON row.
-func encodedSize(key string, v any) int {
-	n := len(key) + 4
-	switch x := v.(type) {
-	case string:
-		n += len(x) + 2
-	case []byte:
-		n += (len(x)+2)/3*4 + 2
-	default:
-		n += 20
-	}
-	return n
-}
-
-// sqliteMessage returns SQLite's explanation of a failure without the
-// driver's prefix: it speaks of the user's own SQL, never of internals.
+// sqliteMessage returns SQLite's explanation of a failure in its own words
+// ("no such table: nope"), without the driver's prefix naming the result
+// code: it speaks of the user's own SQL, never of internals.
 func sqliteMessage(err error) string {
 	msg := err.Error()
-	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "sqlite3: ") {
-		msg = msg[i+2:]
+	var e *sqlite3.Error
+	if errors.As(err, &e) {
+		msg = strings.TrimPrefix(e.Error(), e.ExtendedCode().Error()+": ")
 	}
-	return truncate(msg)
-}
-
-// recoverOOM turns the driver's out-of-memory panic into a budget error;
-// any other panic goes on.
-func recoverOOM(err *error) {
-	r := recover()
-	if r == nil {
-		return
-	}
-	if e, ok := r.(error); ok && strings.Contains(e.Error(), "out of memory") {
-		*err = errorf(ErrQueryBudgetExceeded, "the query needs more memory than its budget; narrow the query")
-		return
-	}
-	panic(r)
-}
-
-// decodeJSONStrict decodes one JSON object refusing unknown fields.
-func decodeJSONStrict(b []byte, v any) error {
-	d := json.NewDecoder(strings.NewReader(string(b)))
-	d.UseNumber()
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return errorf(ErrInvalidRequest, "the query body must be an object with sql or query, params and limit")
-	}
-	return nil
+	return truncateTo(strings.TrimPrefix(msg, "sqlite3: "), 200)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ncruces/go-sqlite3"
+	"github.com/pkg/errors"
 )
 
 // Row is one record of a table: column name to value.
@@ -22,46 +23,45 @@ type Row map[string]any
 
 // UnmarshalJSON decodes a JSON object keeping numbers exact (json.Number),
 // so integers keep their full int64 precision. null is a nil Row. Anything
-// but an object is ErrInvalidRequest.
+// but an object is ErrInvalidRequest; a nested object or array as a value
+// is ErrInvalidColumnValue.
 func (r *Row) UnmarshalJSON(b []byte) error {
-	var m map[string]any
-	if err := decodeJSON(b, &m); err != nil {
-		return errorf(ErrInvalidRequest, "a row must be a JSON object of column name to value")
+	if string(bytes.TrimSpace(b)) == "null" {
+		*r = nil
+		return nil
 	}
-	*r = m
+	row, err := newJSONStream(bytes.NewReader(b)).rowObject("a row")
+	if err != nil {
+		return err
+	}
+	*r = row
 	return nil
 }
 
-// DecodeRows decodes the body of an insert: one JSON object (one row) or an
-// array of objects. Numbers stay exact (json.Number).
+// DecodeRows decodes the body of an insert from r: one JSON object (one
+// row) or an array of objects. Numbers stay exact (json.Number). It reads
+// r as a stream and stops at the first fault: row maxRows+1 (zero: 10,000)
+// is ErrTooManyRows before the rest is read.
 //
 // Errors: ErrInvalidJSON for malformed JSON, ErrInvalidRequest when the
-// body or one of its elements is not an object.
-func DecodeRows(data []byte) ([]Row, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, errorf(ErrInvalidJSON, "the body is not valid JSON")
+// body or one of its elements is not an object, ErrInvalidColumnValue for
+// a nested object or array as a value, ErrTooManyRows, and any error r
+// returns.
+func DecodeRows(r io.Reader, maxRows int) ([]Row, error) {
+	if maxRows <= 0 {
+		maxRows = defaultMaxInsertRows
 	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, errorf(ErrInvalidJSON, "the body holds more than one JSON value")
+	js := newJSONStream(r)
+	rows, err := js.rows(maxRows)
+	if err != nil {
+		return nil, jsonError(err)
 	}
-	switch v := v.(type) {
-	case map[string]any:
-		return []Row{v}, nil
-	case []any:
-		rows := make([]Row, len(v))
-		for i, item := range v {
-			m, ok := item.(map[string]any)
-			if !ok {
-				return nil, errorf(ErrInvalidRequest, "row %d must be a JSON object of column name to value", i)
-			}
-			rows[i] = m
-		}
-		return rows, nil
-	}
-	return nil, errorf(ErrInvalidRequest, "the body must be a row object or an array of row objects")
+	return rows, js.end()
+}
+
+// DecodeRows is DecodeRows with the Store's Options.MaxInsertRows.
+func (s *Store) DecodeRows(r io.Reader) ([]Row, error) {
+	return DecodeRows(r, s.opts.MaxInsertRows)
 }
 
 // InsertResult reports an insert.
@@ -110,34 +110,6 @@ type BulkResult struct {
 	AffectedRows int64 `json:"affected_rows"`
 }
 
-// ListOptions pages and orders ListRecords.
-type ListOptions struct {
-	// Limit is the page size, clamped to 1..1000. Zero: 100.
-	Limit int `json:"limit"`
-	// Offset is the number of rows to skip; negative is ErrInvalidRequest.
-	Offset int `json:"offset"`
-	// Order is a column name for ascending order or "-name" for
-	// descending; ties are broken by the primary key. Empty: the primary
-	// key, ascending.
-	Order string `json:"order"`
-}
-
-// RecordList is a page of a table's rows.
-type RecordList struct {
-	Table string `json:"table"`
-	Rows  []Row  `json:"rows"`
-	// Total is the number of rows in the table.
-	Total  int64 `json:"total"`
-	Limit  int   `json:"limit"`
-	Offset int   `json:"offset"`
-}
-
-// Record list limits.
-const (
-	defaultListLimit = 100
-	maxListLimit     = 1000
-)
-
 // Insert inserts rows into a table, atomically: every row or none. A row
 // with no keys gets the columns' defaults. Every value is checked against
 // its column's type before anything is written. An empty rows inserts
@@ -152,21 +124,36 @@ const (
 // "row 2: …") and, where known, its column and value.
 func (s *Store) Insert(ctx context.Context, slug, table string, rows []Row) (InsertResult, error) {
 	var res InsertResult
-	err := s.withProject(ctx, slug, OpInsertRecords, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpInsertRecords, args: []any{table, rows}, results: []any{&res}}, func(ctx context.Context, p *project) error {
 		if len(rows) > s.opts.MaxInsertRows {
 			return errorf(ErrTooManyRows, "an insert takes at most %d rows; %d were given", s.opts.MaxInsertRows, len(rows))
+		}
+		// Checking the rows against a cached registry before taking the
+		// writer lets one insert's checks overlap another's SQLite work;
+		// the plan is used only if the registry is still the same there.
+		var early *insertPlan
+		if t := p.cachedTable(table); t != nil {
+			early, _ = planInsert(t, rows)
 		}
 		return p.write(ctx, func(c *conn) error {
 			t, err := p.tableFor(c, table)
 			if err != nil {
 				return err
 			}
-			plan, err := planInsert(t, rows)
-			if err != nil {
-				return err
+			plan := early
+			if plan == nil || plan.t != t {
+				if plan, err = planInsert(t, rows); err != nil {
+					return err
+				}
 			}
 			ids, err := plan.run(ctx, c)
 			if err != nil {
+				return err
+			}
+			if err := addRowCount(c, t, int64(len(ids))); err != nil {
+				return err
+			}
+			if err := plan.logInsert(c, ids); err != nil {
 				return err
 			}
 			res = InsertResult{Table: t.Name, InsertedCount: len(ids), InsertedIDs: ids}
@@ -189,6 +176,22 @@ func (p *project) tableFor(c *conn, ref string) (*tableInfo, error) {
 	return sc.lookupTable(ref)
 }
 
+// cachedTable returns a table of the cached registry, or nil when there
+// is none or it has no such table.
+func (p *project) cachedTable(ref string) *tableInfo {
+	p.schemaMu.Lock()
+	sc := p.schema
+	p.schemaMu.Unlock()
+	if sc == nil {
+		return nil
+	}
+	t, err := sc.lookupTable(ref)
+	if err != nil {
+		return nil
+	}
+	return t
+}
+
 // colValue is one column of a row with its converted value.
 type colValue struct {
 	col *columnInfo
@@ -207,7 +210,7 @@ func (t *tableInfo) rowValues(row Row, buf []colValue) ([]colValue, error) {
 		}
 		x, err := col.Type.convert(v)
 		if err != nil {
-			return nil, errorf(ErrInvalidColumnValue, "column %q: %s", col.Name, err)
+			return nil, errors.WithMessagef(err, "column %q", col.Name)
 		}
 		// Insertion sort: rows have few keys.
 		buf = append(buf, colValue{col, x})
@@ -312,7 +315,7 @@ func planInsert(t *tableInfo, rows []Row) (*insertPlan, error) {
 	for i, row := range rows {
 		buf, err = t.rowValues(row, buf[:0])
 		if err != nil {
-			return nil, errorf(ErrorCode(err), "row %d: %s", i, err)
+			return nil, errors.WithMessagef(err, "row %d", i)
 		}
 		sh := prev
 		if sh == nil || !sh.matches(buf) {
@@ -382,7 +385,11 @@ func (pl *insertPlan) rowError(ctx context.Context, c *conn, i int, err error) e
 			if !col.IsUnique || args[j] == nil {
 				continue
 			}
-			found, qerr := c.queryRow(`SELECT 1 FROM `+pl.t.quoted+` WHERE `+col.quoted+` = ? LIMIT 1`, args[j:j+1], func(*sqlite3.Stmt) error { return nil })
+			found := false
+			qerr := c.queryOnce(`SELECT 1 FROM `+pl.t.quoted+` WHERE `+col.quoted+` = ? LIMIT 1`, args[j:j+1], func(*sqlite3.Stmt) error {
+				found = true
+				return nil
+			})
 			if qerr == nil && found {
 				return errorf(code, "row %d: column %q value %s already exists in table %q", i, col.Name, showValue(args[j]), pl.t.Name)
 			}
@@ -399,7 +406,7 @@ func (pl *insertPlan) rowError(ctx context.Context, c *conn, i int, err error) e
 	case ErrInternal:
 		return err
 	}
-	return errorf(code, "row %d: %s", i, err)
+	return errors.WithMessagef(err, "row %d", i)
 }
 
 // index returns the position of col in the shape, or -1.
@@ -510,7 +517,22 @@ func showID(id any) string {
 // table, such as "abc" for an INTEGER key), ErrTableNotFound,
 // ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) GetRecord(ctx context.Context, slug, table string, id any) (Row, error) {
-	var row Row
+	rec, err := s.FindRecord(ctx, slug, table, id)
+	return rec.Row, err
+}
+
+// Record is a row with the stored name of its table.
+type Record struct {
+	Table string `json:"table"`
+	Row   Row    `json:"row"`
+}
+
+// FindRecord is GetRecord that also returns the table's name as stored,
+// whatever the spelling or id the table was given by.
+//
+// Errors: as GetRecord.
+func (s *Store) FindRecord(ctx context.Context, slug, table string, id any) (Record, error) {
+	var rec Record
 	err := s.withProject(ctx, slug, OpGetRecord, func(p *project) error {
 		return p.readSchema(ctx, func(c *conn, sc *schema) error {
 			t, k, err := tableAndKey(sc, table, id)
@@ -519,19 +541,20 @@ func (s *Store) GetRecord(ctx context.Context, slug, table string, id any) (Row,
 			}
 			vals := make([]any, len(t.columns))
 			found, err := c.queryRow(selectSQL(t, ` WHERE `, t.pk.quoted, ` = ?`), []any{k}, func(st *sqlite3.Stmt) (err error) {
-				row, err = t.scanRow(st, vals)
+				rec.Row, err = t.scanRow(st, vals)
 				return err
 			})
 			if err == nil && !found {
 				err = errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
 			}
+			rec.Table = t.Name
 			return err
 		})
 	})
 	if err != nil {
-		return nil, err
+		return Record{}, err
 	}
-	return row, nil
+	return rec, nil
 }
 
 // DeleteRecord deletes the row of a table whose primary key is id (as in
@@ -541,7 +564,7 @@ func (s *Store) GetRecord(ctx context.Context, slug, table string, id any) (Row,
 // ErrPermissionDenied.
 func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (DeleteResult, error) {
 	var res DeleteResult
-	err := s.withProject(ctx, slug, OpDeleteRecord, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpDeleteRecord, args: []any{table, id}, results: []any{&res}}, func(ctx context.Context, p *project) error {
 		return p.write(ctx, func(c *conn) error {
 			sc, err := p.schemaFor(c)
 			if err != nil {
@@ -557,6 +580,12 @@ func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (D
 			if c.db.Changes() == 0 {
 				return errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
 			}
+			if err := addRowCount(c, t, -1); err != nil {
+				return err
+			}
+			if err := c.appendChange(changeRecord{table: t.Name, op: ChangeDelete, count: 1, data: appendKeys(nil, []any{k})}); err != nil {
+				return err
+			}
 			id := showValue(k)
 			if s, ok := k.(string); ok {
 				id = s
@@ -571,86 +600,6 @@ func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (D
 	return res, nil
 }
 
-// ListRecords returns a page of a table's rows and the table's row count,
-// read from one snapshot.
-//
-// Errors: ErrColumnNotFound (an unknown order column), ErrInvalidRequest
-// (a negative offset, an order of just "-"), ErrTableNotFound,
-// ErrProjectNotFound, ErrPermissionDenied.
-func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOptions) (RecordList, error) {
-	switch {
-	case opts.Limit == 0:
-		opts.Limit = defaultListLimit
-	case opts.Limit < 1:
-		opts.Limit = 1
-	case opts.Limit > maxListLimit:
-		opts.Limit = maxListLimit
-	}
-	if opts.Offset < 0 {
-		return RecordList{}, errorf(ErrInvalidRequest, "offset must not be negative")
-	}
-	list := RecordList{Rows: []Row{}, Limit: opts.Limit, Offset: opts.Offset}
-	err := s.withProject(ctx, slug, OpListRecords, func(p *project) error {
-		return p.readSchema(ctx, func(c *conn, sc *schema) (err error) {
-			tx := c.db.Begin() // the count and the page agree
-			defer tx.End(&err)
-			t, err := sc.lookupTable(table)
-			if err != nil {
-				return err
-			}
-			order, err := orderSQL(t, opts.Order)
-			if err != nil {
-				return err
-			}
-			list.Table = t.Name
-			if _, err := c.queryRow(`SELECT count(*) FROM `+t.quoted, nil, func(st *sqlite3.Stmt) error {
-				list.Total = st.ColumnInt64(0)
-				return nil
-			}); err != nil {
-				return err
-			}
-			vals := make([]any, len(t.columns))
-			err = c.query(selectSQL(t, order, ` LIMIT ? OFFSET ?`), []any{opts.Limit, opts.Offset}, func(st *sqlite3.Stmt) error {
-				row, err := t.scanRow(st, vals)
-				list.Rows = append(list.Rows, row)
-				return err
-			})
-			return err
-		})
-	})
-	if err != nil {
-		return RecordList{}, err
-	}
-	return list, nil
-}
-
-// orderSQL is the ORDER BY clause of a list order: "name" or "-name",
-// ties broken by the primary key; empty is the primary key.
-func orderSQL(t *tableInfo, order string) (string, error) {
-	name, desc := strings.CutPrefix(order, "-")
-	if order == "-" {
-		return "", errorf(ErrInvalidRequest, `order must be a column name, or "-" and a column name`)
-	}
-	if name == "" {
-		if t.pk == nil {
-			return "", nil
-		}
-		name = t.pk.Name
-	}
-	col, err := t.columnNamed(name)
-	if err != nil {
-		return "", err
-	}
-	sql := ` ORDER BY ` + col.quoted
-	if desc {
-		sql += ` DESC`
-	}
-	if t.pk != nil && col != t.pk {
-		sql += `, ` + t.pk.quoted
-	}
-	return sql, nil
-}
-
 // UpdateRecords sets the columns of upd.Data in every row upd.Where
 // selects, and reports how many rows that was.
 //
@@ -661,14 +610,15 @@ func orderSQL(t *tableInfo, order string) (string, error) {
 // ErrUniqueViolation, ErrNotNullViolation, ErrTableNotFound,
 // ErrProjectNotFound.
 func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkUpdate) (BulkResult, error) {
-	return s.bulkChange(ctx, slug, table, OpUpdateRecords, upd.Where, upd.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, error) {
+	return s.bulkChange(ctx, slug, table, OpUpdateRecords, upd, upd.Where, upd.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, bool, error) {
 		if len(upd.Data) == 0 {
-			return nil, errorf(ErrInvalidRequest, "data must be a non-empty object of column name to new value")
+			return nil, false, errorf(ErrInvalidRequest, "data must be a non-empty object of column name to new value")
 		}
 		vals, err := t.rowValues(upd.Data, nil)
 		if err != nil {
-			return nil, errorf(ErrorCode(err), "data: %s", err)
+			return nil, false, errors.WithMessage(err, "data")
 		}
+		setsKey := false
 		args := make([]any, len(vals))
 		sql.WriteString("UPDATE ")
 		sql.WriteString(t.quoted)
@@ -681,8 +631,9 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 			sql.WriteString(cv.col.quoted)
 			sql.WriteString(" = ?")
 			args[i] = cv.val
+			setsKey = setsKey || cv.col == t.pk
 		}
-		return args, nil
+		return args, setsKey, nil
 	})
 }
 
@@ -694,20 +645,21 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 // role), ErrColumnNotFound, ErrInvalidWhere, ErrTableNotFound,
 // ErrProjectNotFound.
 func (s *Store) DeleteRecords(ctx context.Context, slug, table string, del BulkDelete) (BulkResult, error) {
-	return s.bulkChange(ctx, slug, table, OpDeleteRecords, del.Where, del.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, error) {
+	return s.bulkChange(ctx, slug, table, OpDeleteRecords, del, del.Where, del.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, bool, error) {
 		sql.WriteString("DELETE FROM ")
 		sql.WriteString(t.quoted)
-		return nil, nil
+		return nil, false, nil
 	})
 }
 
 // bulkChange runs a bulk update or delete: head writes the statement up to
-// its WHERE clause and returns the values it binds, then where selects the
-// rows.
-func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation, where Where, allowAll bool,
-	head func(t *tableInfo, sql *strings.Builder) ([]any, error)) (BulkResult, error) {
+// its WHERE clause and returns the values it binds and whether it sets the
+// primary key, then where selects the rows; body is the request,
+// fingerprinted for idempotency.
+func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation, body any, where Where, allowAll bool,
+	head func(t *tableInfo, sql *strings.Builder) (args []any, setsKey bool, err error)) (BulkResult, error) {
 	var res BulkResult
-	err := s.withProject(ctx, slug, op, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: op, args: []any{table, body}, results: []any{&res}}, func(ctx context.Context, p *project) error {
 		if allowAll {
 			if err := authorize(ctx, slug, OpAllowAll); err != nil {
 				return err
@@ -715,27 +667,35 @@ func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation
 		} else if len(where) == 0 {
 			return errorf(ErrWhereRequired, "an explicit where clause is required unless an administrator sets allow_all")
 		}
-		return p.write(ctx, func(c *conn) error {
+		return p.writeAlone(ctx, func(c *conn) error {
 			t, err := p.tableFor(c, table)
 			if err != nil {
 				return err
 			}
-			var sql strings.Builder
-			args, err := head(t, &sql)
+			var sql, cond strings.Builder
+			args, setsKey, err := head(t, &sql)
 			if err != nil {
 				return err
 			}
-			if args, err = where.appendSQL(t, &sql, args); err != nil {
+			if args, err = where.appendSQL(t, &cond, args); err != nil {
 				return err
 			}
-			if err := c.exec(sql.String(), args...); err != nil {
+			changeOp := ChangeDelete
+			if op == OpUpdateRecords {
+				changeOp = ChangeUpdate
+			}
+			n, err := c.bulkExec(t, changeOp, sql.String(), cond.String(), args, setsKey)
+			if err != nil {
 				err = dbError(ctx, err)
 				if code := ErrorCode(err); code != ErrInternal {
-					err = errorf(code, "table %q: %s", t.Name, err)
+					err = errors.WithMessagef(err, "table %q", t.Name)
 				}
 				return err
 			}
-			res = BulkResult{Table: t.Name, AffectedRows: c.db.Changes()}
+			res = BulkResult{Table: t.Name, AffectedRows: n}
+			if op == OpDeleteRecords {
+				return addRowCount(c, t, -res.AffectedRows)
+			}
 			return nil
 		})
 	})

@@ -1,6 +1,7 @@
 package projectdata_test
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -81,7 +82,7 @@ func benchRows(b *testing.B, n int) []projectdata.Row {
 		body = fmt.Appendf(body, `{"name":%q,"grp":%d,"price":%g}`, name, grp, price)
 	}
 	body = append(body, ']')
-	rows, err := projectdata.DecodeRows(body)
+	rows, err := projectdata.DecodeRows(bytes.NewReader(body), 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/projectdata/projectdata"
 )
@@ -28,7 +29,7 @@ func ExampleStore_Insert() {
 
 	// An insert body: one object, or an array of objects. DecodeRows keeps
 	// numbers exact.
-	rows, err := projectdata.DecodeRows([]byte(`[{"item": "tea", "qty": 2}, {"item": "cake", "qty": "3"}]`))
+	rows, err := projectdata.DecodeRows(strings.NewReader(`[{"item": "tea", "qty": 2}, {"item": "cake", "qty": "3"}]`), 0)
 	if err != nil {
 		panic(err)
 	}
@@ -56,7 +57,7 @@ func ExampleStore_UpdateRecords() {
 	s, done := exampleOrders()
 	defer done()
 	ctx := context.Background()
-	rows, _ := projectdata.DecodeRows([]byte(`[{"item": "tea", "qty": 2}, {"item": "cake", "qty": 5}, {"item": "jam"}]`))
+	rows, _ := projectdata.DecodeRows(strings.NewReader(`[{"item": "tea", "qty": 2}, {"item": "cake", "qty": 5}, {"item": "jam"}]`), 0)
 	if _, err := s.Insert(ctx, "acme", "orders", rows); err != nil {
 		panic(err)
 	}

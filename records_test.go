@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -16,7 +17,7 @@ import (
 // rows decodes an insert body, failing the test on error.
 func rows(t *testing.T, body string) []projectdata.Row {
 	t.Helper()
-	rs, err := projectdata.DecodeRows([]byte(body))
+	rs, err := projectdata.DecodeRows(strings.NewReader(body), 0)
 	if err != nil {
 		t.Fatalf("decode rows %s: %v", body, err)
 	}
@@ -48,7 +49,7 @@ func total(t *testing.T, s *projectdata.Store, table string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l.Total
+	return *l.Total
 }
 
 // itemsStore returns a Store whose project has the table items: id
@@ -89,7 +90,7 @@ func TestInsert(t *testing.T) {
 		is.NoErr(err)
 		row, err := s.GetRecord(ctx, "acme", "items", 1)
 		is.NoErr(err)
-		is.Equal(row, projectdata.Row{"id": int64(1), "name": "a", "qty": int64(42), "price": 2.0, "code": "5", "active": int64(1), "seen": "2026-11-21T14:05:09Z"})
+		is.Equal(row, projectdata.Row{"id": int64(1), "name": "a", "qty": int64(42), "price": 2.0, "code": "5", "active": int64(1), "seen": "2026-11-21T14:05:09.000Z"})
 	})
 	t.Run("EmptyRowGetsDefaults", func(t *testing.T) {
 		is := is.New(t)
@@ -248,7 +249,10 @@ func TestInsert(t *testing.T) {
 			s := itemsStore(t, nil)
 			_, err := s.Insert(ctx, "acme", "items", rows(t, `{"name":"first","code":"C1"}`))
 			is.NoErr(err)
-			_, err = s.Insert(ctx, "acme", "items", rows(t, c.body))
+			rs, err := projectdata.DecodeRows(strings.NewReader(c.body), 0) // nested values are refused here
+			if err == nil {
+				_, err = s.Insert(ctx, "acme", "items", rs)
+			}
 			pdtest.Code(t, err, c.code)
 			is.True(strings.Contains(err.Error(), c.msg)) // the message names the column and value
 			is.Equal(total(t, s, "items"), int64(1))
@@ -359,10 +363,10 @@ func TestDeleteRecord(t *testing.T) {
 
 func TestDecodeRows(t *testing.T) {
 	is := is.New(t)
-	rs, err := projectdata.DecodeRows([]byte(` {"n": 9007199254740993, "x": 1.5} `))
+	rs, err := projectdata.DecodeRows(strings.NewReader(` {"n": 9007199254740993, "x": 1.5} `), 0)
 	is.NoErr(err)
 	is.Equal(rs, []projectdata.Row{{"n": json.Number("9007199254740993"), "x": json.Number("1.5")}})
-	rs, err = projectdata.DecodeRows([]byte(`[{}, {"a": null}]`))
+	rs, err = projectdata.DecodeRows(strings.NewReader(`[{}, {"a": null}]`), 0)
 	is.NoErr(err)
 	is.Equal(rs, []projectdata.Row{{}, {"a": nil}})
 
@@ -387,7 +391,7 @@ func TestDecodeRows(t *testing.T) {
 		`[{}, 1]`:    projectdata.ErrInvalidRequest,
 		`[{}, null]`: projectdata.ErrInvalidRequest,
 	} {
-		_, err := projectdata.DecodeRows([]byte(body))
+		_, err := projectdata.DecodeRows(strings.NewReader(body), 0)
 		pdtest.Code(t, err, code)
 	}
 }
@@ -421,6 +425,8 @@ func TestWhereJSON(t *testing.T) {
 		`[{"column":1,"op":"="}]`,                      // column not a string
 		`[{"column":"a","op":"=","value":1,"x":2}]`,    // unknown field
 		`[{"column":"a","op":"is_null","valeu":null}]`, // misspelt field
+		`{"age":{"gt":1}}`,                             // object as a value
+		`[{"column":"age","op":"in","value":[[1]]}]`,   // nested list
 	} {
 		var w projectdata.Where
 		err := json.Unmarshal([]byte(body), &w)
@@ -437,7 +443,13 @@ func TestWhereJSON(t *testing.T) {
 //	4   dan   50    3.5    8
 func peopleStore(t *testing.T) *projectdata.Store {
 	t.Helper()
-	s, _ := pdtest.NewProject(t, nil)
+	var opts *projectdata.Options
+	if raceEnabled {
+		// Lists of 10,000 values outrun the default budget of a second
+		// under the race detector; no test of budgets uses this store.
+		opts = &projectdata.Options{QueryTimeout: time.Minute}
+	}
+	s, _ := pdtest.NewProject(t, opts)
 	createTable(t, s, "people",
 		projectdata.ColumnDef{Name: "name", NotNull: true},
 		projectdata.ColumnDef{Name: "age", Type: "INTEGER"},
@@ -491,7 +503,6 @@ func TestBulkWhere(t *testing.T) {
 		{"NotEqual", `[{"column":"age","op":"!=","value":30}]`, []int64{2, 4}},
 		{"NotEqualNullMatchesNotNull", `[{"column":"age","op":"!=","value":null}]`, []int64{1, 2, 4}},
 		{"Less", `[{"column":"age","op":"<","value":40}]`, []int64{1}},
-		{"LessFraction", `[{"column":"age","op":"<","value":40.5}]`, []int64{1, 2}},
 		{"LessOrEqual", `[{"column":"age","op":"<=","value":40}]`, []int64{1, 2}},
 		{"Greater", `[{"column":"score","op":">","value":2}]`, []int64{3, 4}},
 		{"GreaterOrEqual", `[{"column":"age","op":">=","value":40}]`, []int64{2, 4}},
@@ -509,11 +520,8 @@ func TestBulkWhere(t *testing.T) {
 		{"OpAnyCase", `[{"column":"name","op":"LIKE","value":"a%"}]`, []int64{1}},
 		{"Several", `[{"column":"age","op":">","value":20},{"column":"score","op":"<","value":3}]`, []int64{1}},
 		// Values are bound, never SQL: these match nothing.
-		{"BoundNumberInjection", `{"age":"1 OR 1=1"}`, []int64{}},
 		{"BoundTextInjection", `{"name":"x' OR '1'='1"}`, []int64{}},
 		{"BoundLikeInjection", `[{"column":"name","op":"like","value":"x' OR '1'='1"}]`, []int64{}},
-		{"BoundInInjection", `[{"column":"age","op":"in","value":["1 OR 1=1", "0) OR (1=1"]}]`, []int64{}},
-		{"BoundKeyInjection", `{"id":"1 OR 1=1"}`, []int64{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -546,14 +554,24 @@ func TestBulkWhereRefusals(t *testing.T) {
 		{"NullWithLess", projectdata.Where{{Column: "age", Op: "<", Value: nil}}, projectdata.ErrInvalidWhere},
 		{"NullWithLike", projectdata.Where{{Column: "name", Op: "like", Value: nil}}, projectdata.ErrInvalidWhere},
 		{"ValueWithIsNull", projectdata.Where{{Column: "age", Op: "is_null", Value: 1}}, projectdata.ErrInvalidWhere},
-		{"ObjectValue", where(t, `{"age":{"gt":1}}`), projectdata.ErrInvalidWhere},
 		{"ArrayValueForEqual", where(t, `{"age":[1,2]}`), projectdata.ErrInvalidWhere},
 		{"InEmpty", where(t, `[{"column":"age","op":"in","value":[]}]`), projectdata.ErrInvalidWhere},
 		{"InScalar", where(t, `[{"column":"age","op":"in","value":30}]`), projectdata.ErrInvalidWhere},
 		{"InNull", where(t, `[{"column":"age","op":"in","value":null}]`), projectdata.ErrInvalidWhere},
 		{"InWithNull", where(t, `[{"column":"age","op":"not_in","value":[1,null]}]`), projectdata.ErrInvalidWhere},
-		{"InWithNested", where(t, `[{"column":"age","op":"in","value":[[1]]}]`), projectdata.ErrInvalidWhere},
-		{"GoSlice", projectdata.Where{{Column: "age", Op: "in", Value: []int{1}}}, projectdata.ErrInvalidWhere},
+		{"InWithNested", projectdata.Where{{Column: "age", Op: projectdata.WhereIn, Value: []any{[]any{1}}}}, projectdata.ErrInvalidWhere},
+		// Values are checked against the column's type, as inserted values
+		// are; values that look like SQL are values that do not fit.
+		{"TextForInteger", where(t, `[{"column":"age","op":"<","value":"abc"}]`), projectdata.ErrInvalidColumnValue},
+		{"FractionForInteger", where(t, `[{"column":"age","op":"<","value":40.5}]`), projectdata.ErrInvalidColumnValue},
+		{"BooleanForInteger", where(t, `{"age":true}`), projectdata.ErrInvalidColumnValue},
+		{"NumberInjection", where(t, `{"age":"1 OR 1=1"}`), projectdata.ErrInvalidColumnValue},
+		{"InInjection", where(t, `[{"column":"age","op":"in","value":["1 OR 1=1", "0) OR (1=1"]}]`), projectdata.ErrInvalidColumnValue},
+		{"KeyInjection", where(t, `{"id":"1 OR 1=1"}`), projectdata.ErrInvalidColumnValue},
+		{"InOneValueDoesNotFit", where(t, `[{"column":"age","op":"in","value":[30,"x"]}]`), projectdata.ErrInvalidColumnValue},
+		{"LikeNumber", where(t, `[{"column":"name","op":"like","value":5}]`), projectdata.ErrInvalidWhere},
+		{"InTooLong", projectdata.Where{{Column: "age", Op: projectdata.WhereIn, Value: make([]int, projectdata.MaxWhereList+1)}}, projectdata.ErrInvalidWhere},
+		{"GoBytesAsList", projectdata.Where{{Column: "age", Op: projectdata.WhereIn, Value: []byte{1}}}, projectdata.ErrInvalidWhere},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -705,93 +723,9 @@ func TestBulkNeedsWhere(t *testing.T) {
 		is.Equal(res.AffectedRows, int64(2))
 		l, err := s.ListRecords(ctx, "acme", "people", projectdata.ListOptions{})
 		is.NoErr(err)
-		is.Equal(l.Total, int64(2))
+		is.Equal(*l.Total, int64(2))
 		is.Equal(l.Rows[0]["name"], "cid")
 		is.Equal(l.Rows[1]["name"], "dan")
-	})
-}
-
-func TestListRecords(t *testing.T) {
-	s := itemsStore(t, nil)
-	var body []string
-	for i := range 25 {
-		body = append(body, fmt.Sprintf(`{"name":"n%c","qty":%d}`, 'a'+i%5, i%3))
-	}
-	_, err := s.Insert(ctx, "acme", "items", rows(t, "["+strings.Join(body, ",")+"]"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := func(l projectdata.RecordList) []int64 {
-		out := []int64{}
-		for _, r := range l.Rows {
-			out = append(out, r["id"].(int64))
-		}
-		return out
-	}
-	t.Run("DefaultsToFirstHundredByKey", func(t *testing.T) {
-		is := is.New(t)
-		l, err := s.ListRecords(ctx, "acme", "items", projectdata.ListOptions{})
-		is.NoErr(err)
-		is.Equal(l.Table, "items")
-		is.Equal(l.Total, int64(25))
-		is.Equal(l.Limit, 100)
-		is.Equal(l.Offset, 0)
-		is.Equal(len(l.Rows), 25)
-		is.Equal(l.Rows[0], projectdata.Row{"id": int64(1), "name": "na", "qty": int64(0), "price": nil, "code": nil, "active": nil, "seen": nil})
-	})
-	t.Run("Pages", func(t *testing.T) {
-		is := is.New(t)
-		l, err := s.ListRecords(ctx, "acme", "items", projectdata.ListOptions{Limit: 10, Offset: 20})
-		is.NoErr(err)
-		is.Equal(l.Total, int64(25))
-		is.Equal(ids(l), []int64{21, 22, 23, 24, 25})
-		l, err = s.ListRecords(ctx, "acme", "items", projectdata.ListOptions{Limit: 10, Offset: 30})
-		is.NoErr(err)
-		is.Equal(ids(l), []int64{})
-		b, err := json.Marshal(l)
-		is.NoErr(err)
-		is.Equal(string(b), `{"table":"items","rows":[],"total":25,"limit":10,"offset":30}`)
-	})
-	t.Run("OrdersDescendingWithKeyTieBreak", func(t *testing.T) {
-		is := is.New(t)
-		l, err := s.ListRecords(ctx, "acme", "items", projectdata.ListOptions{Order: "-qty", Limit: 4})
-		is.NoErr(err)
-		is.Equal(ids(l), []int64{3, 6, 9, 12}) // qty 2, then by id
-		l, err = s.ListRecords(ctx, "acme", "items", projectdata.ListOptions{Order: "-id", Limit: 2})
-		is.NoErr(err)
-		is.Equal(ids(l), []int64{25, 24})
-		l, err = s.ListRecords(ctx, "acme", "items", projectdata.ListOptions{Order: "NAME", Limit: 3, Offset: 4})
-		is.NoErr(err)
-		is.Equal(ids(l), []int64{21, 2, 7}) // na: 1 6 11 16 21, then nb
-	})
-	t.Run("ClampsLimit", func(t *testing.T) {
-		is := is.New(t)
-		for limit, want := range map[int]int{-5: 1, 1: 1, 1000: 1000, 5000: 1000} {
-			l, err := s.ListRecords(ctx, "acme", "items", projectdata.ListOptions{Limit: limit})
-			is.NoErr(err)
-			is.Equal(l.Limit, want)
-			is.Equal(len(l.Rows), min(want, 25))
-		}
-	})
-	refusals := []struct {
-		name string
-		opts projectdata.ListOptions
-		code projectdata.Code
-	}{
-		{"NegativeOffset", projectdata.ListOptions{Offset: -1}, projectdata.ErrInvalidRequest},
-		{"UnknownOrder", projectdata.ListOptions{Order: "colour"}, projectdata.ErrColumnNotFound},
-		{"SQLAsOrder", projectdata.ListOptions{Order: "qty; DROP TABLE items"}, projectdata.ErrColumnNotFound},
-		{"DashOnly", projectdata.ListOptions{Order: "-"}, projectdata.ErrInvalidRequest},
-	}
-	for _, c := range refusals {
-		t.Run("Refuses"+c.name, func(t *testing.T) {
-			_, err := s.ListRecords(ctx, "acme", "items", c.opts)
-			pdtest.Code(t, err, c.code)
-		})
-	}
-	t.Run("UnknownTable", func(t *testing.T) {
-		_, err := s.ListRecords(ctx, "acme", "nope", projectdata.ListOptions{})
-		pdtest.Code(t, err, projectdata.ErrTableNotFound)
 	})
 }
 

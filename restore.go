@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/pkg/errors"
@@ -22,6 +23,14 @@ import (
 // version. The project is built in a temporary folder and renamed into
 // place, so it appears whole or not at all; a bad source leaves nothing
 // behind. src itself is only read.
+//
+// The restored project's change log starts afresh (see restartChangeLog):
+// a follower of the source's log gets ErrChangesExpired, never changes of
+// the copy under ids it already saw. If the slug's folder was removed while
+// this Store had the project open, the Store drops that open project, so
+// no cache of the old database serves the new one; another process
+// serving the same folder must not have the slug open (a node restores
+// only projects it does not serve).
 //
 // Like CreateProject it is the embedding application's operation (or the
 // server's command line): a context carrying a caller is refused.
@@ -62,6 +71,7 @@ func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, 
 	if err := s.placeProject(tmp, slug); err != nil {
 		return Project{}, err
 	}
+	s.forget(slug)
 	return proj, nil
 }
 
@@ -140,5 +150,62 @@ func (s *Store) adoptRestored(path, slug string) (proj Project, err error) {
 	if err := c.exec(`UPDATE _pd_project SET slug = ? WHERE id = 1`, slug); err != nil {
 		return proj, err
 	}
+	if err := restartChangeLog(c, s.now()); err != nil {
+		return proj, err
+	}
 	return readProject(c)
+}
+
+// restoredChangeGap is how far past the source's last change id the change
+// log of a restored project starts: farther than any change a client of
+// the source can have seen that the copy lacks (those of the last seconds
+// before a crash).
+const restoredChangeGap = 1 << 30
+
+// restartChangeLog replaces the change log of a restored database with one
+// schema change on table "" (the whole database was replaced), whose id is
+// restoredChangeGap past the source's last change. A client resuming the
+// log of the source (ListChanges, FollowChanges, the SSE stream) with any
+// id it can hold then gets ErrChangesExpired and reads the data afresh,
+// instead of silently skipping changes whose ids the restored database
+// reuses.
+func restartChangeLog(c *conn, at time.Time) error {
+	if err := c.exec(`INSERT INTO _pd_changes (last_id, count, table_name, op, at, data)
+		SELECT coalesce(max(last_id), 0) + ?, 1, '', ?, ?, NULL FROM _pd_changes`,
+		restoredChangeGap, ChangeSchema, at); err != nil {
+		return errors.WithMessage(err, "restart the change log")
+	}
+	return errors.WithMessage(c.exec(`DELETE FROM _pd_changes WHERE last_id < (SELECT max(last_id) FROM _pd_changes)`), "restart the change log")
+}
+
+// forget drops the open project slug, if any, from the Store after its
+// folder was replaced (RestoreProject into a slug whose folder was removed
+// while the project was open): the next operation opens the new database,
+// with its own registry, schema and token caches. The old one is closed
+// now when idle, else by the release of its last operation.
+func (s *Store) forget(slug string) {
+	var old *project
+	s.mu.Lock()
+	s.projects.removeIf(slug, func(p *project) bool { old = p; return true })
+	idle := old != nil && old.refs == 0
+	if old != nil {
+		old.forgotten = true
+	}
+	if idle {
+		s.closing.Add(1)
+	}
+	s.mu.Unlock()
+	if idle {
+		s.closeForgotten(old)
+	}
+}
+
+// closeForgotten closes a forgotten project once its open has finished,
+// for Close to wait on (s.closing).
+func (s *Store) closeForgotten(p *project) {
+	defer s.closing.Done()
+	<-p.ready
+	if p.openErr == nil {
+		s.closeQuietly(p)
+	}
 }

@@ -82,16 +82,49 @@ CREATE TABLE _pd_exports (
 );
 CREATE INDEX _pd_exports_status ON _pd_exports (status, created_at);
 `,
+	// Version 2: the registry version, raised by every change of the
+	// registry or of the application schema (see writeSchema), so that
+	// every connection knows when its cached registry is stale.
+	`
+CREATE TABLE _pd_registry (
+	id      INTEGER PRIMARY KEY CHECK (id = 1),
+	version INTEGER NOT NULL
+);
+INSERT INTO _pd_registry (id, version) VALUES (1, 1);
+`,
+	// Version 3: row counts of the application tables (filled for existing
+	// tables by ensureRowCounts) and the project's secrets.
+	`
+CREATE TABLE _pd_row_counts (
+	table_id  INTEGER PRIMARY KEY REFERENCES _pd_tables(id) ON DELETE CASCADE,
+	row_count INTEGER NOT NULL
+);
+CREATE TABLE _pd_secrets (
+	name  TEXT PRIMARY KEY,
+	value BLOB NOT NULL
+);
+`,
+	// Version 4: stored answers of idempotent writes.
+	idempotencySchema,
+	// Version 5: the change log (changelog.go). One record holds count
+	// changes of one op on one table, ids last_id-count+1 .. last_id.
+	`
+CREATE TABLE _pd_changes (
+	last_id    INTEGER PRIMARY KEY,
+	count      INTEGER NOT NULL,
+	table_name TEXT NOT NULL,
+	op         TEXT NOT NULL,
+	at         TEXT NOT NULL,
+	data       TEXT -- JSON: row images (insert, update), keys (delete); NULL for schema
+);
+`,
 }
 
 // migrate brings the control schema of the database on c to the newest
 // version, one transaction per version.
 func migrate(c *conn) error {
-	var version int
-	if _, err := c.queryRow(`PRAGMA user_version`, nil, func(st *sqlite3.Stmt) error {
-		version = st.ColumnInt(0)
-		return nil
-	}); err != nil {
+	version, err := controlVersion(c)
+	if err != nil {
 		return err
 	}
 	if version > len(migrations) {
@@ -104,6 +137,10 @@ func migrate(c *conn) error {
 				return err
 			}
 			defer tx.End(&err)
+			// Another Store on the same folder may have migrated meanwhile.
+			if now, err := controlVersion(c); err != nil || now > v {
+				return err
+			}
 			if err := c.db.Exec(migrations[v]); err != nil {
 				return err
 			}
@@ -114,7 +151,16 @@ func migrate(c *conn) error {
 			return errors.Wrapf(err, "control schema version %d", v+1)
 		}
 	}
-	return nil
+	return ensureRowCounts(c)
+}
+
+// controlVersion reads the control schema's version.
+func controlVersion(c *conn) (version int, err error) {
+	_, err = c.queryRow(`PRAGMA user_version`, nil, func(st *sqlite3.Stmt) error {
+		version = st.ColumnInt(0)
+		return nil
+	})
+	return version, err
 }
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)

@@ -36,7 +36,7 @@ const (
 // Errors: ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) CreateProjectExport(ctx context.Context, slug string) (Export, error) {
 	var out Export
-	err := s.withProject(ctx, slug, OpCreateProjectExport, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpCreateProjectExport, results: []any{&out}}, func(ctx context.Context, p *project) error {
 		id := newExportID()
 		fileName := id + snapshotFileNameSuffix
 		file, tables, err := p.writeSnapshot(ctx, filepath.Join(p.dir, exportsDirName), fileName)
@@ -46,13 +46,12 @@ func (s *Store) CreateProjectExport(ctx context.Context, slug string) (Export, e
 		e := s.newExport(slug, id, ExportKindProject, exportFormatSQLite, snapshotContentType, file)
 		e.TableCount = &tables
 		e.DownloadName = slug + "-" + e.CreatedAt.Format(snapshotDownloadPattern) + snapshotFileNameSuffix
-		if err := p.recordExport(ctx, e, fileName); err != nil {
-			return err
-		}
-		out = e
-		return nil
+		return p.recordExport(ctx, e, fileName, &out)
 	})
-	return out, err
+	if err != nil {
+		return Export{}, err
+	}
+	return out, nil
 }
 
 // writeSnapshot copies the project database to dir/name with SQLite's

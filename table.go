@@ -36,8 +36,9 @@ type TableDef struct {
 // ColumnDef describes a column to create.
 type ColumnDef struct {
 	Name string
-	// Type is one of the ColumnType names, case-insensitive; empty is TEXT.
-	Type string
+	// Type is one of the ColumnType constants (TypeInteger, …) or its name
+	// in any case ("integer"); empty is TEXT.
+	Type ColumnType
 	// Primary makes the column the table's primary key (always unique and
 	// not null). Only CreateTable accepts it.
 	Primary bool
@@ -50,23 +51,23 @@ type ColumnDef struct {
 	Default any
 }
 
-// Change is one field of an update request: the zero Change leaves the
-// field as it is, a set Change (Set true) sets it to To, which may be the
+// Update is one field of an update request: the zero Update leaves the
+// field as it is, a set Update (Set true) sets it to To, which may be the
 // zero value (nil for pointers: clear). Decoded from JSON, a field that is
 // present, null included, is set.
-type Change[T any] struct {
+type Update[T any] struct {
 	Set bool
 	To  T
 }
 
-// SetTo returns a Change that sets a field to v.
-func SetTo[T any](v T) Change[T] { return Change[T]{Set: true, To: v} }
+// SetTo returns an Update that sets a field to v.
+func SetTo[T any](v T) Update[T] { return Update[T]{Set: true, To: v} }
 
 // UnmarshalJSON marks the change as set and decodes its value, keeping
 // numbers exact (an int64 default survives). null is accepted only where T
 // can hold it (pointers, interfaces, maps, slices); null for a boolean or a
 // string is ErrInvalidRequest, not a silent false or "".
-func (c *Change[T]) UnmarshalJSON(b []byte) error {
+func (c *Update[T]) UnmarshalJSON(b []byte) error {
 	c.Set = true
 	if string(b) == "null" {
 		switch t := reflect.TypeFor[T](); t.Kind() {
@@ -75,13 +76,13 @@ func (c *Change[T]) UnmarshalJSON(b []byte) error {
 			return errorf(ErrInvalidRequest, "null is not a valid %s value", t)
 		}
 	}
-	return decodeJSON(b, &c.To)
+	return decodeJSONValue(b, &c.To)
 }
 
 // TableUpdate lists the changes to a table; unset fields stay as they are.
 type TableUpdate struct {
 	// DisplayName sets the display name; set to nil to clear it.
-	DisplayName Change[*string] `json:"display_name"`
+	DisplayName Update[*string] `json:"display_name"`
 }
 
 const maxColumns = 500
@@ -102,12 +103,19 @@ func checkName(code Code, what, name string) error {
 	return nil
 }
 
+// shadowsFunction reports whether a table of this name would hide one of
+// SQLite's table-valued functions from the project's queries.
+func shadowsFunction(name string) bool {
+	return eponymousTables[strings.ToLower(name)] || isPragmaFunction(name)
+}
+
 // quoteIdent quotes a checked identifier.
 func quoteIdent(name string) string { return sqlite3.QuoteIdentifier(name) }
 
 // schema is a project's registry of application tables, as loaded from the
 // control tables. A loaded schema is immutable; a change loads a new one.
 type schema struct {
+	version int64                 // the registry version it was loaded at
 	tables  []*tableInfo          // by id
 	byName  map[string]*tableInfo // lower-case name
 	byID    map[int64]*tableInfo
@@ -163,7 +171,8 @@ func (t *tableInfo) columnList() []Column {
 	return cols
 }
 
-// loadSchema reads the registry through c.
+// loadSchema reads the registry through c, which must be inside a
+// transaction: its statements then read one snapshot.
 func loadSchema(c *conn) (*schema, error) {
 	sc := &schema{byName: map[string]*tableInfo{}, byID: map[int64]*tableInfo{}}
 	err := c.query(`SELECT id, name, display_name, created_at, updated_at FROM _pd_tables ORDER BY id`, nil, func(st *sqlite3.Stmt) error {
@@ -204,7 +213,7 @@ func loadSchema(c *conn) (*schema, error) {
 			UpdatedAt:  timeOrZero(st, 9),
 		}}
 		if st.ColumnType(5) != sqlite3.NULL {
-			if err := decodeJSON(st.ColumnRawText(5), &col.DefaultValue); err != nil {
+			if err := decodeJSONValue(st.ColumnRawText(5), &col.DefaultValue); err != nil {
 				return errors.Wrap(err, "column default")
 			}
 		}
@@ -238,64 +247,85 @@ func timeOrZero(st *sqlite3.Stmt, col int) Timestamp {
 	return Timestamp{}
 }
 
-// decodeJSON decodes b keeping numbers exact (json.Number).
-func decodeJSON(b []byte, v any) error {
-	d := json.NewDecoder(strings.NewReader(string(b)))
-	d.UseNumber()
-	return d.Decode(v)
-}
-
-// schemaFor returns the project's registry, from the cache when it is
-// current, else loaded through c (a reader, or the writer inside its
-// transaction).
+// schemaFor returns the project's registry as c's transaction sees it:
+// the cached one when its version is the one stored in the database, else
+// one loaded through c. c must be inside a transaction (a reader in readTx,
+// or the writer in write), so the version and the registry come from the
+// snapshot the caller's statements read. A registry loaded while c changes
+// it (inside writeSchema) is not cached: it may never commit.
 func (p *project) schemaFor(c *conn) (*schema, error) {
-	p.schemaMu.Lock()
-	sc, gen := p.schema, p.schemaGen
-	p.schemaMu.Unlock()
-	if sc != nil {
-		return sc, nil
-	}
-	sc, err := loadSchema(c)
+	v, err := registryVersion(c)
 	if err != nil {
 		return nil, err
 	}
 	p.schemaMu.Lock()
-	if p.schemaGen == gen {
-		p.schema = sc
-	}
+	sc := p.schema
 	p.schemaMu.Unlock()
+	if sc != nil && sc.version == v && !c.changingRegistry {
+		return sc, nil
+	}
+	if sc, err = loadSchema(c); err != nil {
+		return nil, err
+	}
+	sc.version = v
+	if !c.changingRegistry {
+		p.schemaMu.Lock()
+		if p.schema == nil || p.schema.version < v {
+			p.schema = sc
+		}
+		p.schemaMu.Unlock()
+	}
 	return sc, nil
 }
 
-// invalidateSchema drops the cached registry; a load that began before
-// the call will not install its (possibly stale) result.
+// registryVersion reads the registry's version, which every change of the
+// registry or of the application schema raises in its own transaction.
+func registryVersion(c *conn) (v int64, err error) {
+	found, err := c.queryRow(`SELECT version FROM _pd_registry WHERE id = 1`, nil, func(st *sqlite3.Stmt) error {
+		v = st.ColumnInt64(0)
+		return nil
+	})
+	if err == nil && !found {
+		err = errors.New("registry version row missing")
+	}
+	return v, err
+}
+
+// invalidateSchema drops the cached registry, for a schema changed behind
+// the registry's back (see readSchema).
 func (p *project) invalidateSchema() {
 	p.schemaMu.Lock()
 	p.schema = nil
-	p.schemaGen++
 	p.schemaMu.Unlock()
 }
 
 // writeSchema is write for operations that change the registry or the
-// schema: fn gets a freshly loaded registry, and the cache is invalidated
-// both before the commit (so no other writer uses it) and after it (so no
-// reader keeps a registry loaded before the commit).
+// schema: it raises the registry version in the same transaction, so every
+// connection (of this Store or of another on the same folder) reloads the
+// registry once the change commits, and fn gets a freshly loaded registry.
 func (p *project) writeSchema(ctx context.Context, fn func(c *conn, sc *schema) error) error {
-	defer p.invalidateSchema()
-	return p.write(ctx, func(c *conn) error {
-		defer p.invalidateSchema()
+	return p.writeAlone(ctx, func(c *conn) error {
+		c.changingRegistry = true
+		defer func() { c.changingRegistry = false }()
+		if err := c.exec(`UPDATE _pd_registry SET version = version + 1 WHERE id = 1`); err != nil {
+			return err
+		}
 		sc, err := loadSchema(c)
 		if err != nil {
 			return err
 		}
-		return fn(c, sc)
+		if err := fn(c, sc); err != nil {
+			return err
+		}
+		return logSchemaChanges(c, sc)
 	})
 }
 
-// readSchema runs fn on a reader with the project's registry. A schema
-// change committed after the cached registry was taken makes fn's
-// statements fail with SQLite's ERROR or SCHEMA code (our own SQL has no
-// other reason to); then the registry is reloaded and fn runs once more.
+// readSchema runs fn on a reader, inside one read transaction, with the
+// project's registry as of that transaction's snapshot. A schema changed
+// behind the registry's back (by hand, without raising its version) makes
+// fn's statements fail with SQLite's ERROR or SCHEMA code (our own SQL has
+// no other reason to); then the registry is reloaded and fn runs once more.
 func (p *project) readSchema(ctx context.Context, fn func(c *conn, sc *schema) error) error {
 	err := p.readSchemaOnce(ctx, fn)
 	if errors.Is(err, sqlite3.ERROR) || errors.Is(err, sqlite3.SCHEMA) {
@@ -306,7 +336,7 @@ func (p *project) readSchema(ctx context.Context, fn func(c *conn, sc *schema) e
 }
 
 func (p *project) readSchemaOnce(ctx context.Context, fn func(c *conn, sc *schema) error) error {
-	return p.read(ctx, func(c *conn) error {
+	return p.readTx(ctx, func(c *conn) error {
 		sc, err := p.schemaFor(c)
 		if err != nil {
 			return err
@@ -334,7 +364,7 @@ func (s *Store) CreateTable(ctx context.Context, slug string, def TableDef) (Tab
 		table Table
 		cols  []Column
 	)
-	err := s.withProject(ctx, slug, OpCreateTable, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpCreateTable, args: []any{def}, results: []any{&table, &cols}}, func(ctx context.Context, p *project) error {
 		defs, err := checkTableDef(def)
 		if err != nil {
 			return err
@@ -356,6 +386,9 @@ func (s *Store) CreateTable(ctx context.Context, slug string, def TableDef) (Tab
 				return err
 			}
 			tableID := c.db.LastInsertRowID()
+			if err := c.exec(`INSERT INTO _pd_row_counts (table_id, row_count) VALUES (?, 0)`, tableID); err != nil {
+				return err
+			}
 			for i, col := range defs {
 				if err := insertColumnRow(c, tableID, i, col, now); err != nil {
 					return err
@@ -389,6 +422,9 @@ func checkTableDef(def TableDef) ([]columnSpec, error) {
 	if err := checkName(ErrInvalidTableName, "table name", def.Name); err != nil {
 		return nil, err
 	}
+	if shadowsFunction(def.Name) {
+		return nil, errorf(ErrInvalidTableName, "table name %q is taken by an SQLite table-valued function (json_each, json_tree, jsonb_each, jsonb_tree, generate_series, pragma_*)", def.Name)
+	}
 	if len(def.Columns) > maxColumns {
 		return nil, errorf(ErrInvalidRequest, "a table has at most %d columns", maxColumns)
 	}
@@ -416,7 +452,7 @@ func checkTableDef(def TableDef) ([]columnSpec, error) {
 		if seen["id"] {
 			return nil, errorf(ErrInvalidRequest, `column "id" is taken by the automatic primary key; mark a primary key column or rename "id"`)
 		}
-		auto, err := checkColumnDef(ColumnDef{Name: "id", Type: string(TypeInteger), Primary: true})
+		auto, err := checkColumnDef(ColumnDef{Name: "id", Type: TypeInteger, Primary: true})
 		if err != nil {
 			return nil, err
 		}
@@ -430,13 +466,13 @@ func checkColumnDef(cd ColumnDef) (columnSpec, error) {
 	if err := checkName(ErrInvalidColumnName, "column name", cd.Name); err != nil {
 		return columnSpec{}, err
 	}
-	typ, err := parseColumnType(cd.Type)
+	typ, err := parseColumnType(string(cd.Type))
 	if err != nil {
 		return columnSpec{}, err
 	}
 	def, err := typ.convert(cd.Default)
 	if err != nil {
-		return columnSpec{}, errorf(ErrInvalidColumnValue, "default of column %q: %s", cd.Name, err)
+		return columnSpec{}, errors.WithMessagef(err, "default of column %q", cd.Name)
 	}
 	spec := columnSpec{Name: cd.Name, Type: typ, Primary: cd.Primary, Nullable: !cd.NotNull && !cd.Primary, Unique: cd.Unique || cd.Primary, Default: def}
 	return spec, nil
@@ -549,7 +585,7 @@ const maxDisplayNameLen = 200
 // ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) UpdateTable(ctx context.Context, slug, table string, upd TableUpdate) (Table, error) {
 	var out Table
-	err := s.withProject(ctx, slug, OpUpdateTable, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpUpdateTable, args: []any{table, upd}, results: []any{&out}}, func(ctx context.Context, p *project) error {
 		if d := upd.DisplayName.To; upd.DisplayName.Set && d != nil && len(*d) > maxDisplayNameLen {
 			return errorf(ErrInvalidRequest, "display_name must be at most %d bytes", maxDisplayNameLen)
 		}
@@ -580,7 +616,7 @@ func (s *Store) UpdateTable(ctx context.Context, slug, table string, upd TableUp
 // ErrTableNotFound, ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) DeleteTable(ctx context.Context, slug, table string) (string, error) {
 	var name string
-	err := s.withProject(ctx, slug, OpDeleteTable, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpDeleteTable, args: []any{table}, results: []any{&name}}, func(ctx context.Context, p *project) error {
 		if isReserved(table) {
 			return errorf(ErrForbidden, "table %.80q belongs to the service and cannot be deleted", table)
 		}

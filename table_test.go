@@ -64,8 +64,8 @@ func TestCreateTable(t *testing.T) {
 		is.Equal(got[0]["is_nullable"], 0.0)
 		is.Equal(got[1]["default_value"], 2.5)
 		is.Equal(got[2]["default_value"], nil)
-		is.Equal(got[3]["default_value"], 1.0) // BOOLEAN stored 0/1
-		is.Equal(got[4]["default_value"], "2026-01-01T00:00:00Z")
+		is.Equal(got[3]["default_value"], 1.0)                        // BOOLEAN stored 0/1
+		is.Equal(got[4]["default_value"], "2026-01-01T00:00:00.000Z") // DATETIME canonical
 		is.True(bool(cols[6].IsUnique))
 		again, err := s.GetTable(ctx, "acme", "items")
 		is.NoErr(err)

@@ -68,6 +68,7 @@ const (
 	OpGetRecord             Operation = "get_record"
 	OpListRecords           Operation = "list_records"
 	OpDeleteRecord          Operation = "delete_record"
+	OpUpdateRecord          Operation = "update_record"
 	OpUpdateRecords         Operation = "update_records"
 	OpDeleteRecords         Operation = "delete_records"
 	OpAllowAll              Operation = "allow_all" // bulk update or delete of every row
@@ -81,6 +82,7 @@ const (
 	OpDeleteNotFoundExports Operation = "delete_not_found_exports"
 	OpCreateProjectExport   Operation = "create_project_export"   // a snapshot of the whole database
 	OpDownloadProjectExport Operation = "download_project_export" // it holds every token's digest
+	OpListChanges           Operation = "list_changes"            // page or follow the change log
 )
 
 // operationRoles is the one table of which role each operation needs. Every
@@ -103,6 +105,7 @@ var operationRoles = map[Operation]Role{
 	OpGetRecord:             RoleRead,
 	OpListRecords:           RoleRead,
 	OpDeleteRecord:          RoleWrite,
+	OpUpdateRecord:          RoleWrite,
 	OpUpdateRecords:         RoleWrite,
 	OpDeleteRecords:         RoleWrite,
 	OpAllowAll:              RoleAdmin,
@@ -116,6 +119,7 @@ var operationRoles = map[Operation]Role{
 	OpDeleteNotFoundExports: RoleAdmin,
 	OpCreateProjectExport:   RoleAdmin,
 	OpDownloadProjectExport: RoleAdmin,
+	OpListChanges:           RoleRead,
 }
 
 // RequiredRole returns the least role that may do op.
@@ -207,10 +211,14 @@ const maxTokenNameLen = 200
 // none.
 //
 // Errors: ErrProjectNotFound, ErrInvalidTokenType, ErrInvalidExpiresAt,
-// ErrInvalidRequest (role or name), ErrPermissionDenied.
+// ErrInvalidRequest (role or name, or an idempotency key in ctx),
+// ErrPermissionDenied.
 func (s *Store) CreateToken(ctx context.Context, slug string, req NewToken) (CreatedToken, error) {
 	var out CreatedToken
 	err := s.withProject(ctx, slug, OpCreateToken, func(p *project) error {
+		if _, ok := idempotencyFrom(ctx); ok {
+			return errorf(ErrInvalidRequest, "creating a token takes no idempotency key: a replay would have to store the secret")
+		}
 		return p.write(ctx, func(c *conn) (err error) {
 			out, err = s.insertToken(c, req)
 			return err
@@ -318,7 +326,10 @@ func (s *Store) ListTokens(ctx context.Context, slug string) ([]Token, error) {
 // Errors: ErrProjectNotFound, ErrTokenNotFound, ErrPermissionDenied.
 func (s *Store) RevokeToken(ctx context.Context, slug string, id int64) (Token, error) {
 	var tok Token
-	err := s.withProject(ctx, slug, OpRevokeToken, func(p *project) error {
+	err := s.withWrite(ctx, slug, writeCall{op: OpRevokeToken, args: []any{id}, results: []any{&tok}}, func(ctx context.Context, p *project) error {
+		// Once the revocation may have committed, no cached verification
+		// of any token stands.
+		defer p.tokens.forget()
 		return p.write(ctx, func(c *conn) error {
 			if err := c.exec(`UPDATE _pd_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.now(), id); err != nil {
 				return err
@@ -339,6 +350,9 @@ func (s *Store) RevokeToken(ctx context.Context, slug string, id int64) (Token, 
 // Authenticate checks a token secret (pat_…) against the project and
 // returns its caller; put it in the context with WithCaller. It records
 // last_used_at to the minute, writing at most once a minute per token.
+// A verified token is remembered for up to a second: a revocation by this
+// Store takes effect at once, one by another Store on the same folder
+// within a second; expiry is checked on every call.
 //
 // Errors: ErrInvalidProjectSlug, ErrProjectNotFound, then ErrInvalidToken
 // for an unknown, revoked or expired token or one of another project.
@@ -349,36 +363,49 @@ func (s *Store) Authenticate(ctx context.Context, slug, secret string) (Caller, 
 			return errorf(ErrInvalidToken, "the token is not a Project API Token")
 		}
 		hash := sha256.Sum256([]byte(secret))
-		var (
-			found                bool
-			tok                  Token
-			expires, revoked, lu *Timestamp
-		)
-		err := p.read(ctx, func(c *conn) (err error) {
-			found, err = c.queryRow(`SELECT `+tokenColumns+` FROM _pd_tokens WHERE secret_sha256 = ?`, []any{hash[:]}, func(st *sqlite3.Stmt) error {
-				tok = scanToken(st)
-				expires, revoked, lu = tok.ExpiresAt, tok.RevokedAt, tok.LastUsedAt
-				return nil
-			})
-			return err
-		})
-		switch {
-		case err != nil:
-			return err
-		case !found:
-			return errorf(ErrInvalidToken, "the token is not valid for project %q", slug)
-		case revoked != nil:
-			return errorf(ErrInvalidToken, "the token has been revoked")
-		}
 		now := s.now()
-		if expires != nil && !expires.After(now) {
+		tok, cached, gen := p.tokens.lookup(hash, now)
+		if !cached {
+			var err error
+			if tok, err = p.readToken(ctx, hash); err != nil {
+				return err
+			}
+		}
+		if tok.ExpiresAt != nil && !tok.ExpiresAt.After(now) {
 			return errorf(ErrInvalidToken, "the token has expired")
 		}
+		if !cached {
+			p.tokens.remember(hash, tok, now, gen)
+		}
 		caller = Caller{Project: slug, TokenID: tok.ID, Role: tok.Role}
-		p.touchToken(ctx, tok.ID, lu, now)
+		p.touchToken(ctx, tok.ID, tok.LastUsedAt, now)
 		return nil
 	})
 	return caller, err
+}
+
+// readToken reads the token whose secret has the SHA-256 hash, on the
+// authentication connection (see readAuth); unknown and revoked tokens are
+// ErrInvalidToken.
+func (p *project) readToken(ctx context.Context, hash [32]byte) (Token, error) {
+	var tok Token
+	var found bool
+	err := p.readAuth(ctx, func(c *conn) (err error) {
+		found, err = c.queryRow(`SELECT `+tokenColumns+` FROM _pd_tokens WHERE secret_sha256 = ?`, []any{hash[:]}, func(st *sqlite3.Stmt) error {
+			tok = scanToken(st)
+			return nil
+		})
+		return err
+	})
+	switch {
+	case err != nil:
+		return Token{}, err
+	case !found:
+		return Token{}, errorf(ErrInvalidToken, "the token is not valid for project %q", p.slug)
+	case tok.RevokedAt != nil:
+		return Token{}, errorf(ErrInvalidToken, "the token has been revoked")
+	}
+	return tok, nil
 }
 
 // touchToken records that a token was used in this minute, unless that is
@@ -399,9 +426,18 @@ func (p *project) touchToken(ctx context.Context, id int64, stored *Timestamp, n
 	p.lastUsed[id] = minute
 	p.lastUsedMu.Unlock()
 
-	err := p.write(context.WithoutCancel(ctx), func(c *conn) error {
+	// Authentication never waits for the writer: when it is busy, the
+	// minute is recorded by a later request.
+	ran, err := p.tryWrite(context.WithoutCancel(ctx), func(c *conn) error {
 		return c.exec(`UPDATE _pd_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`, minute, id, minute)
 	})
+	if !ran || err != nil {
+		p.lastUsedMu.Lock()
+		if p.lastUsed[id].Equal(minute) {
+			delete(p.lastUsed, id)
+		}
+		p.lastUsedMu.Unlock()
+	}
 	if err != nil {
 		p.store.opts.Logger.Warn("record token use", "project", p.slug, "token_id", id, "err", err)
 	}

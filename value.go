@@ -2,8 +2,9 @@ package projectdata
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
-	"math/big"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ const (
 	TypeReal     ColumnType = "REAL"
 	TypeNumeric  ColumnType = "NUMERIC"
 	TypeBoolean  ColumnType = "BOOLEAN"  // stored 0/1; accepts true/false/0/1
-	TypeDatetime ColumnType = "DATETIME" // ISO 8601 text, validated
+	TypeDatetime ColumnType = "DATETIME" // ISO 8601 in, stored and returned as RFC 3339 UTC to the millisecond
 )
 
 // parseColumnType normalizes a type name; empty means TEXT.
@@ -36,7 +37,10 @@ func parseColumnType(s string) (ColumnType, error) {
 	return "", errorf(ErrInvalidColumnType, "column type %.40q must be one of TEXT, INTEGER, REAL, NUMERIC, BOOLEAN, DATETIME", s)
 }
 
-// datetimeLayouts are the ISO 8601 forms a DATETIME column accepts.
+// datetimeLayouts are the ISO 8601 forms a DATETIME column accepts; a
+// form without an offset is UTC. Whatever the form, the column stores the
+// instant in the service's one timestamp form (timeLayout), so that text
+// order is time order.
 var datetimeLayouts = []string{
 	time.RFC3339Nano,
 	"2006-01-02T15:04:05.999999999",
@@ -48,7 +52,10 @@ var datetimeLayouts = []string{
 
 // convert checks that v fits a column of type t and returns the value to
 // bind: nil, int64, float64 or string. v is a JSON-decoded value (decoded
-// with UseNumber) or a plain Go scalar. Only lossless conversions are made.
+// with UseNumber) or a Go scalar: a bool, string, any integer or float
+// kind (named types too) or a time.Time. Only lossless conversions are
+// made: a number a REAL or NUMERIC column would round, an integer out of
+// int64's range, a time finer than a millisecond are refused.
 func (t ColumnType) convert(v any) (any, error) {
 	switch x := v.(type) {
 	case nil:
@@ -74,23 +81,56 @@ func (t ColumnType) convert(v any) (any, error) {
 		return t.convertInt(int64(x))
 	case int64:
 		return t.convertInt(x)
-	case int32:
-		return t.convertInt(int64(x))
-	case uint32:
-		return t.convertInt(int64(x))
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, errValue(t, "a non-finite number")
 		}
 		return t.convertNumber(strconv.FormatFloat(x, 'g', -1, 64), strconv.FormatFloat(x, 'g', -1, 64))
-	case float32:
-		return t.convert(float64(x))
 	case time.Time:
-		if t == TypeDatetime || t == TypeText {
+		switch t {
+		case TypeDatetime:
+			return t.convertTime(x, x.Format(time.RFC3339Nano))
+		case TypeText:
 			return x.UTC().Format(time.RFC3339Nano), nil
 		}
+		return nil, errValue(t, "a time")
+	}
+	return t.convertKind(reflect.ValueOf(v))
+}
+
+// convertKind converts the Go scalars convert has no case for by their
+// kind: every int and uint width, float32, and named types of them, of
+// string and of bool.
+func (t ColumnType) convertKind(v reflect.Value) (any, error) {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return t.convertInt(v.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		u := v.Uint()
+		if u > math.MaxInt64 {
+			return nil, errValue(t, fmt.Sprintf("%d (it overflows the 64-bit signed integers SQLite stores)", u))
+		}
+		return t.convertInt(int64(u))
+	case reflect.Float32, reflect.Float64:
+		return t.convert(v.Float())
+	case reflect.String:
+		return t.convertString(v.String())
+	case reflect.Bool:
+		return t.convert(v.Bool())
 	}
 	return nil, errValue(t, "a value of an unsupported kind")
+}
+
+// convertTime returns an instant in the service's one timestamp form,
+// refusing what it cannot hold exactly; shown is how the caller wrote it.
+func (t ColumnType) convertTime(x time.Time, shown string) (any, error) {
+	if x.Nanosecond()%int(time.Millisecond) != 0 {
+		return nil, errorf(ErrInvalidColumnValue, "%s is finer than the millisecond a DATETIME column holds", strconv.Quote(truncate(shown)))
+	}
+	if y := x.UTC().Year(); y < 0 || y > 9999 {
+		return nil, errValue(t, strconv.Quote(truncate(shown)))
+	}
+	return formatTime(x), nil
 }
 
 func (t ColumnType) convertInt(n int64) (any, error) {
@@ -98,7 +138,10 @@ func (t ColumnType) convertInt(n int64) (any, error) {
 	case TypeInteger, TypeNumeric:
 		return n, nil
 	case TypeReal:
-		return float64(n), nil
+		if f, ok := floatOfInt(n); ok {
+			return f, nil
+		}
+		return nil, errorf(ErrInvalidColumnValue, "%d would lose digits in a REAL column", n)
 	case TypeText:
 		return strconv.FormatInt(n, 10), nil
 	case TypeBoolean:
@@ -115,11 +158,7 @@ func (t ColumnType) convertNumber(num, shown string) (any, error) {
 	case TypeText:
 		return num, nil
 	case TypeReal:
-		f, err := strconv.ParseFloat(num, 64)
-		if err != nil {
-			return nil, errValue(t, shown)
-		}
-		return f, nil
+		return t.convertFloat(num, shown)
 	case TypeInteger, TypeBoolean:
 		n, ok := exactInt(num)
 		if !ok || (t == TypeBoolean && n != 0 && n != 1) {
@@ -130,11 +169,18 @@ func (t ColumnType) convertNumber(num, shown string) (any, error) {
 		if n, ok := exactInt(num); ok {
 			return n, nil
 		}
-		f, err := strconv.ParseFloat(num, 64)
-		if err != nil {
-			return nil, errValue(t, shown)
-		}
+		return t.convertFloat(num, shown)
+	}
+	return nil, errValue(t, shown)
+}
+
+// convertFloat converts a number a float64 holds exactly (see exactFloat).
+func (t ColumnType) convertFloat(num, shown string) (any, error) {
+	if f, ok := exactFloat(num); ok {
 		return f, nil
+	}
+	if _, err := strconv.ParseFloat(num, 64); err == nil {
+		return nil, errorf(ErrInvalidColumnValue, "%s would lose digits in a %s column", shown, t)
 	}
 	return nil, errValue(t, shown)
 }
@@ -150,8 +196,8 @@ func (t ColumnType) convertString(s string) (any, error) {
 		return s, nil
 	case TypeDatetime:
 		for _, layout := range datetimeLayouts {
-			if _, err := time.Parse(layout, s); err == nil {
-				return s, nil
+			if x, err := time.Parse(layout, s); err == nil {
+				return t.convertTime(x, s)
 			}
 		}
 		return nil, errValue(t, strconv.Quote(truncate(s)))
@@ -170,26 +216,17 @@ func (t ColumnType) convertString(s string) (any, error) {
 	return t.convertNumber(s, strconv.Quote(truncate(s)))
 }
 
-// exactInt parses a number that is an integer in int64 range, also when
-// written with a fraction or exponent (2.0, 1e3).
-func exactInt(num string) (int64, bool) {
-	if n, err := strconv.ParseInt(num, 10, 64); err == nil {
-		return n, true
-	}
-	r, ok := new(big.Rat).SetString(num)
-	if !ok || !r.IsInt() || !r.Num().IsInt64() {
-		return 0, false
-	}
-	return r.Num().Int64(), true
-}
-
 // isJSONNumber reports whether s is a number in JSON's syntax.
 func isJSONNumber(s string) bool {
 	return s != "" && json.Valid([]byte(s)) && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9'))
 }
 
-func truncate(s string) string {
-	const max = 40
+// truncate shortens a value quoted in a message to 40 bytes.
+func truncate(s string) string { return truncateTo(s, 40) }
+
+// truncateTo shortens s to at most max bytes and an ellipsis, on a rune
+// boundary.
+func truncateTo(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}

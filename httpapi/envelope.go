@@ -12,7 +12,7 @@ import (
 	"github.com/projectdata/projectdata"
 )
 
-// statusOf is the one map from error code to HTTP status (CONTRACT §8).
+// statusOf is the one map from error code to HTTP status: one status per code.
 var statusOf = map[projectdata.Code]int{
 	projectdata.ErrInvalidJSON:             http.StatusBadRequest,
 	projectdata.ErrInvalidProjectName:      http.StatusBadRequest,
@@ -114,7 +114,10 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, x *exchange
 		code, status = projectdata.ErrInternal, http.StatusInternalServerError
 	}
 	msg := err.Error()
-	if code == projectdata.ErrInternal {
+	if errors.Is(err, errClientAborted) {
+		h.log.Info("client_aborted", "request_id", x.requestID, "method", r.Method, "path", r.URL.Path)
+		code, status, msg = projectdata.ErrInvalidRequest, http.StatusBadRequest, "the request body ended before it was complete"
+	} else if code == projectdata.ErrInternal {
 		if errors.Is(err, r.Context().Err()) && r.Context().Err() != nil {
 			h.log.Info("request canceled", "request_id", x.requestID, "err", err)
 		} else {
@@ -125,6 +128,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, x *exchange
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
+	noteCode(w, code)
 	h.writeEnvelope(w, x, status, envelope{Error: &errorBody{Code: code, Message: msg}})
 }
 
@@ -132,11 +136,17 @@ func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, 
 	env.RequestID = x.requestID
 	env.OperationKey, env.OperationRunID, env.OperationGroupingStatus = x.opKey, x.opRunID, x.opGrouping
 	env.Meta.GeneratedAt = projectdata.Timestamp{Time: h.opts.Now()}
-	body, err := json.Marshal(env)
-	if err != nil {
+	buf, _ := h.bodies.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	defer h.putBody(buf)
+	// Encode writes what json.Marshal makes, and a newline.
+	if err := json.NewEncoder(buf).Encode(env); err != nil {
 		h.log.Error("encode response", "request_id", x.requestID, "err", err)
 		status = http.StatusInternalServerError
-		body, _ = json.Marshal(envelope{
+		buf.Reset()
+		json.NewEncoder(buf).Encode(envelope{
 			Error:     &errorBody{Code: projectdata.ErrInternal, Message: "internal error; quote request_id " + x.requestID + " when reporting it"},
 			RequestID: x.requestID,
 			Meta:      env.Meta,
@@ -144,101 +154,71 @@ func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, 
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(append(body, '\n'))
+	w.Write(buf.Bytes())
 }
 
-// readBody reads a JSON request body within the size limit. It returns nil
-// for an empty body; a body that is not JSON by its Content-Type is
-// unsupported_media_type (a missing Content-Type is taken as JSON).
-func (h *Handler) readBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, errorf(projectdata.ErrPayloadTooLarge, "the request body exceeds %d bytes", h.opts.MaxBodyBytes)
-		}
-		return nil, err
+// maxPooledBody is the largest buffer kept for reuse: a rare large answer
+// does not pin its memory.
+const maxPooledBody = 64 << 10
+
+// putBody gives a response buffer back for reuse.
+func (h *Handler) putBody(b *bytes.Buffer) {
+	if b.Cap() > maxPooledBody {
+		return
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, nil
-	}
+	b.Reset()
+	h.bodies.Put(b)
+}
+
+// body returns the request body as a stream bounded by MaxBodyBytes: a
+// body past the limit reads as payload_too_large, and one the client
+// abandons as errClientAborted. A body that is not JSON by its
+// Content-Type is unsupported_media_type (a missing Content-Type is taken
+// as JSON), unless it is empty.
+func (h *Handler) body(r *http.Request) (io.Reader, error) {
+	br := &bodyReader{r: http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes), limit: h.opts.MaxBodyBytes}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			if r.ContentLength == 0 {
+				return br, nil
+			}
 			return nil, errorf(projectdata.ErrUnsupportedMediaType, "send the body as application/json")
 		}
 	}
-	return body, nil
+	return br, nil
 }
 
-// decodeBody decodes a JSON body into v strictly: numbers stay exact
-// (json.Number), unknown fields and trailing data are refused. An empty
-// body leaves v as it is and reports false.
+// decodeBody decodes a JSON body into v as a stream (projectdata.DecodeJSON):
+// numbers stay exact, unknown fields and trailing data are refused, and a
+// body too large is refused as soon as it is known. An empty body leaves v
+// as it is and reports false.
 func (h *Handler) decodeBody(r *http.Request, v any) (bool, error) {
-	body, err := h.readBody(r)
-	if err != nil || body == nil {
+	body, err := h.body(r)
+	if err != nil {
 		return false, err
 	}
-	return true, decodeJSON(body, v, true)
+	return projectdata.DecodeJSON(body, v)
 }
 
-// decodeJSON decodes one JSON value; strict refuses unknown object fields.
-func decodeJSON(body []byte, v any, strict bool) error {
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.UseNumber()
-	if strict {
-		d.DisallowUnknownFields()
-	}
-	if err := d.Decode(v); err != nil {
-		return jsonError(err)
-	}
-	if d.More() {
-		return errorf(projectdata.ErrInvalidJSON, "the body holds more than one JSON value")
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return errorf(projectdata.ErrInvalidJSON, "the body holds more than one JSON value")
-	}
-	return nil
+// errClientAborted is a request body the client stopped sending.
+var errClientAborted = errors.New("client_aborted: the client stopped sending the request body")
+
+// bodyReader reads a request body, telling its size limit and a client
+// that went away apart from other failures.
+type bodyReader struct {
+	r     io.Reader
+	limit int64
 }
 
-// jsonError explains a decoding failure: bad syntax is invalid_json, a
-// value of the wrong shape is invalid_request naming the field, and a
-// Store error raised while decoding (a where clause) keeps its code.
-func jsonError(err error) error {
-	var (
-		syntax  *json.SyntaxError
-		typeErr *json.UnmarshalTypeError
-		pdErr   *projectdata.Error
-	)
-	switch {
-	case errors.As(err, &pdErr):
-		return pdErr
-	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return errorf(projectdata.ErrInvalidJSON, "the body is not valid JSON")
-	case errors.As(err, &typeErr):
-		if typeErr.Field != "" {
-			return errorf(projectdata.ErrInvalidRequest, "field %q must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
-		}
-		return errorf(projectdata.ErrInvalidRequest, "the body must be %s, not %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return errorf(projectdata.ErrInvalidRequest, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == nil || err == io.EOF {
+		return n, err
 	}
-	return errorf(projectdata.ErrInvalidJSON, "the body is not valid JSON")
-}
-
-// jsonKind names a Go kind the way a JSON client thinks of it.
-func jsonKind(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "int", "int64", "int32", "float64", "uint", "uint64":
-		return "a number"
-	case "slice", "array":
-		return "an array"
-	case "map", "struct":
-		return "an object"
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return n, errorf(projectdata.ErrPayloadTooLarge, "the request body exceeds %d bytes", b.limit)
 	}
-	return "another kind of value"
+	return n, errClientAborted
 }

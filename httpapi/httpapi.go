@@ -5,6 +5,13 @@
 // The package is thin: a handler decodes the request, calls the Store and
 // encodes the result. Every rule lives in the Store, so an application that
 // embeds the Store gets the same behaviour without HTTP.
+//
+// Besides the project routes, GET /healthz answers without a token (503
+// once BeginShutdown is called or the Store is closed), and GET /metrics
+// serves Options.Metrics when set (package prommetrics provides Prometheus
+// metrics). OPTIONS is answered 204 with Allow, and with the CORS headers
+// for the origins of Options.AllowedOrigins. Links in answers (an export's
+// download_url) start with the prefix the Handler is mounted under.
 package httpapi
 
 import (
@@ -14,8 +21,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -33,6 +43,27 @@ type Options struct {
 	MaxBodyBytes int64
 	// Now returns the time for meta.generated_at. Zero: time.Now.
 	Now func() time.Time
+	// AllowedOrigins lists the browser origins (scheme://host[:port]) that
+	// may call the API from another origin (CORS); "*" allows every origin.
+	// Zero: none, and no CORS header is ever sent.
+	AllowedOrigins []string
+	// BasePath is the path prefix the Handler is mounted under, such as
+	// "/api", for the links it returns (an export's download_url). Zero:
+	// the prefix is read from each request, as the part of its path that a
+	// wrapper such as http.StripPrefix removed; set BasePath when a proxy
+	// removes the prefix before the request reaches the server.
+	BasePath string
+	// Metrics, when set, receives an observation of every request and
+	// serves GET /metrics (no token). Zero: no metrics, and /metrics is
+	// route_not_found. Package prommetrics provides one for Prometheus.
+	Metrics Metrics
+	// StreamPing is how often an idle change stream sends a ": ping"
+	// comment. Zero: 15s.
+	StreamPing time.Duration
+	// StreamWriteTimeout bounds each write of a change stream: a client
+	// that does not take its events within it is disconnected (and
+	// resumes with Last-Event-ID). Zero: 30s.
+	StreamWriteTimeout time.Duration
 }
 
 // Handler is the HTTP API. It is safe for concurrent use.
@@ -41,6 +72,12 @@ type Handler struct {
 	router *httprouter.Router
 	log    *slog.Logger
 	opts   Options
+
+	origins      originSet     // from Options.AllowedOrigins
+	shuttingDown atomic.Bool   // set by BeginShutdown
+	bodies       sync.Pool     // *bytes.Buffer for encoding responses
+	streamsDone  chan struct{} // closed by CloseStreams
+	closeOnce    sync.Once
 }
 
 // New returns the HTTP API over store. A nil opts means the defaults.
@@ -58,11 +95,19 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	h := &Handler{store: store, log: o.Logger, opts: o}
+	if o.StreamPing <= 0 {
+		o.StreamPing = 15 * time.Second
+	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = 30 * time.Second
+	}
+	o.BasePath = strings.TrimSuffix(o.BasePath, "/")
+	h := &Handler{store: store, log: o.Logger, opts: o, origins: newOriginSet(o.AllowedOrigins), streamsDone: make(chan struct{})}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	r.HandleOPTIONS = false
+	r.HandleOPTIONS = true // OPTIONS is never method_not_allowed
+	r.GlobalOPTIONS = http.HandlerFunc(h.options)
 	r.HandleMethodNotAllowed = true
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		h.writeError(w, req, newExchange(w, req, h), errorf(projectdata.ErrRouteNotFound, "no route for %s %s", req.Method, req.URL.Path))
@@ -76,30 +121,64 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 	}
 	h.router = r
 	h.routes()
+	h.operationsRoutes()
 	return h
 }
 
-// ServeHTTP serves one request and logs it.
+// CloseStreams ends every change stream being served and refuses new ones
+// (503 server_busy). A stream never ends by itself, and http.Server's
+// Shutdown waits for every handler: register it with
+// http.Server.RegisterOnShutdown so a graceful shutdown does not wait for
+// streams. It is idempotent.
+func (h *Handler) CloseStreams() {
+	h.closeOnce.Do(func() { close(h.streamsDone) })
+}
+
+// ServeHTTP serves one request, logs it and reports it to Options.Metrics.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
-	h.router.ServeHTTP(rec, r)
-	h.log.Info("request",
-		"method", r.Method,
-		"path", r.URL.Path,
-		"status", rec.status,
-		"bytes", rec.bytes,
-		"duration_ms", float64(time.Since(start).Microseconds())/1000,
-		"request_id", rec.Header().Get("X-Request-Id"),
-	)
+	h.allowOrigin(rec, r)
+	h.router.ServeHTTP(rec, onEscapedPath(r))
+	h.observe(rec, r, time.Since(start))
 }
 
-// statusRecorder remembers the status and size of a response for the
-// access log.
+// onEscapedPath returns r routed on its path as the client escaped it: the
+// router splits segments on the slashes sent, so an encoded slash (%2F)
+// stays inside its segment, and the parameter reaches the Store, decoded
+// by unescapeParams, to be judged as a name or id.
+func onEscapedPath(r *http.Request) *http.Request {
+	escaped := r.URL.EscapedPath()
+	if escaped == r.URL.Path {
+		return r
+	}
+	u := *r.URL
+	u.Path, u.RawPath = escaped, ""
+	r2 := *r
+	r2.URL = &u
+	return &r2
+}
+
+// unescapeParams decodes the route parameters of a request routed by
+// onEscapedPath, in place.
+func unescapeParams(ps httprouter.Params) {
+	for i, p := range ps {
+		if v, err := url.PathUnescape(p.Value); err == nil {
+			ps[i].Value = v
+		}
+	}
+}
+
+// statusRecorder remembers what the access log and the metrics say of a
+// response: its status and size, the route that served it, the error code
+// and the token id of the caller.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
+	status  int
+	bytes   int64
+	route   string           // the route's pattern; "" when none matched
+	code    projectdata.Code // the error code; "" on success
+	tokenID int64            // the caller's token id; 0 before authentication
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -173,7 +252,7 @@ type streamEndpoint func(w http.ResponseWriter, r *http.Request, ps httprouter.P
 // handle registers a route that needs a token allowed to do op and answers
 // with the envelope.
 func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpoint) {
-	h.router.Handle(method, path, h.guard(op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
+	h.router.Handle(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
 		status, data, err := fn(r, ps)
 		if err != nil {
 			h.writeError(w, r, x, err)
@@ -186,7 +265,7 @@ func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpo
 // handleStream registers a route that needs a token allowed to do op and
 // writes its own body; its errors still answer with the envelope.
 func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn streamEndpoint) {
-	h.router.Handle(method, path, h.guard(op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
+	h.router.Handle(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
 		if err := fn(w, r, ps); err != nil {
 			h.writeError(w, r, x, err)
 		}
@@ -194,20 +273,32 @@ func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn
 }
 
 // guard runs the checks every route shares, in the contract's order: route
-// (the router did it), project, token, role, operation headers; then serve
+// (the router did it), project, token, role, operation and idempotency
+// headers; then serve
 // handles the body and the operation, with the caller in the context.
-func (h *Handler) guard(op projectdata.Operation, serve func(http.ResponseWriter, *http.Request, httprouter.Params, *exchange)) httprouter.Handle {
+func (h *Handler) guard(route string, op projectdata.Operation, serve func(http.ResponseWriter, *http.Request, httprouter.Params, *exchange)) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		noteRoute(w, route)
+		unescapeParams(ps)
 		x := newExchange(w, r, h)
-		ctx, err := h.authenticate(r.Context(), w, ps.ByName("project"), r.Header.Get("Authorization"), op)
+		// One lookup of the project serves the token check and the
+		// operation.
+		ctx, release, err := h.store.Pin(r.Context(), ps.ByName("project"))
+		defer release()
+		if err == nil {
+			ctx, err = h.authenticate(ctx, w, ps.ByName("project"), r.Header.Get("Authorization"), op)
+		}
 		if err == nil {
 			err = x.opHeaderErr
+		}
+		if err == nil {
+			r, err = h.withIdempotency(w, r.WithContext(ctx))
 		}
 		if err != nil {
 			h.writeError(w, r, x, err)
 			return
 		}
-		serve(w, r.WithContext(ctx), ps, x)
+		serve(w, r, ps, x)
 	}
 }
 
@@ -230,6 +321,7 @@ func (h *Handler) authenticate(ctx context.Context, w http.ResponseWriter, slug,
 	if err != nil {
 		return nil, err
 	}
+	noteTokenID(w, caller.TokenID)
 	if err := caller.Authorize(op); err != nil {
 		return nil, err
 	}

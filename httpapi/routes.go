@@ -4,7 +4,9 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -12,8 +14,8 @@ import (
 	pd "github.com/projectdata/projectdata"
 )
 
-// routes registers every route: the specification's and the contract's
-// extensions (CONTRACT §9).
+// routes registers every route of a project's API (operationsRoutes adds
+// /healthz and /metrics).
 func (h *Handler) routes() {
 	const p = "/projects/:project"
 	h.handle(http.MethodGet, p, pd.OpGetProject, h.getProject)
@@ -37,6 +39,7 @@ func (h *Handler) routes() {
 	h.handle(http.MethodGet, p+"/records/:table", pd.OpListRecords, h.listRecords)
 	h.handle(http.MethodGet, p+"/records/:table/:id", pd.OpGetRecord, h.getRecord)
 	h.handle(http.MethodDelete, p+"/records/:table/:id", pd.OpDeleteRecord, h.deleteRecord)
+	h.handle(http.MethodPatch, p+"/records/:table/:id", pd.OpUpdateRecord, h.updateRecord)
 	h.handle(http.MethodPatch, p+"/records/:table", pd.OpUpdateRecords, h.updateRecords)
 	h.handle(http.MethodDelete, p+"/records/:table", pd.OpDeleteRecords, h.deleteRecords)
 
@@ -50,6 +53,9 @@ func (h *Handler) routes() {
 	h.handle(http.MethodPost, p+"/exports", pd.OpCreateExport, h.createExport)
 	h.handle(http.MethodDelete, p+"/exports/not-found", pd.OpDeleteNotFoundExports, h.deleteNotFoundExports)
 	h.handleStream(http.MethodGet, p+"/export/download/:export", pd.OpDownloadExport, h.downloadExport)
+
+	h.handle(http.MethodGet, p+"/changes", pd.OpListChanges, h.listChanges)
+	h.handleStream(http.MethodGet, p+"/changes/stream", pd.OpListChanges, h.streamChanges)
 }
 
 func (h *Handler) getProject(r *http.Request, ps httprouter.Params) (int, any, error) {
@@ -118,12 +124,12 @@ func (h *Handler) listTables(r *http.Request, ps httprouter.Params) (int, any, e
 // columnBody is a column as clients send it: the add-column body, plus
 // is_primary when creating a table.
 type columnBody struct {
-	ColumnName   string `json:"column_name"`
-	ColumnType   string `json:"column_type"`
-	IsNullable   *bool  `json:"is_nullable"`
-	DefaultValue any    `json:"default_value"`
-	IsUnique     bool   `json:"is_unique"`
-	IsPrimary    bool   `json:"is_primary"`
+	ColumnName   string        `json:"column_name"`
+	ColumnType   pd.ColumnType `json:"column_type"`
+	IsNullable   *bool         `json:"is_nullable"`
+	DefaultValue any           `json:"default_value"`
+	IsUnique     bool          `json:"is_unique"`
+	IsPrimary    bool          `json:"is_primary"`
 }
 
 func (c columnBody) def() pd.ColumnDef {
@@ -206,14 +212,14 @@ func (h *Handler) updateColumn(r *http.Request, ps httprouter.Params) (int, any,
 }
 
 func (h *Handler) insertRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
-	body, err := h.readBody(r)
+	body, err := h.body(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	if body == nil {
-		return 0, nil, errorf(pd.ErrInvalidRequest, "send a row object or an array of row objects")
+	rows, err := h.store.DecodeRows(body)
+	if pd.ErrorCode(err) == pd.ErrInvalidJSON && r.ContentLength == 0 {
+		err = errorf(pd.ErrInvalidRequest, "send a row object or an array of row objects")
 	}
-	rows, err := pd.DecodeRows(body)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -223,12 +229,41 @@ func (h *Handler) insertRecords(r *http.Request, ps httprouter.Params) (int, any
 
 func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
 	q := r.URL.Query()
-	opts := pd.ListOptions{Order: q.Get("order")}
+	if err := knownParams(q, "where", "order", "columns", "limit", "after", "offset", "count"); err != nil {
+		return 0, nil, err
+	}
+	opts := pd.ListOptions{Order: q.Get("order"), After: pd.Cursor(q.Get("after")), Count: pd.CountMode(q.Get("count"))}
 	if err := queryPage(q, &opts.Limit, &opts.Offset); err != nil {
 		return 0, nil, err
 	}
+	if q.Has("columns") {
+		opts.Columns = strings.Split(q.Get("columns"), ",")
+	}
+	if v := q.Get("where"); v != "" {
+		if _, err := pd.DecodeJSON(strings.NewReader(v), &opts.Where); err != nil {
+			if pd.ErrorCode(err) == pd.ErrInvalidJSON {
+				err = errorf(pd.ErrInvalidWhere, "where must be URL-encoded JSON: an object or an array of conditions")
+			}
+			return 0, nil, err
+		}
+	}
 	res, err := h.store.ListRecords(r.Context(), ps.ByName("project"), ps.ByName("table"), opts)
 	return http.StatusOK, res, err
+}
+
+// knownParams refuses a query parameter that is not one of names.
+func knownParams(q url.Values, names ...string) error {
+	var unknown []string
+	for name := range q {
+		if !slices.Contains(names, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return errorf(pd.ErrInvalidRequest, "unknown query parameter %.40q (known: %s)", unknown[0], strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // queryPage parses the limit and offset query parameters that are
@@ -251,7 +286,16 @@ func queryPage(q url.Values, limit, offset *int) error {
 }
 
 func (h *Handler) getRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
-	row, err := h.store.GetRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
+	rec, err := h.store.FindRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
+	return http.StatusOK, rec, err
+}
+
+func (h *Handler) updateRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
+	var data pd.Row
+	if _, err := h.decodeBody(r, &data); err != nil {
+		return 0, nil, err
+	}
+	row, err := h.store.UpdateRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"), data)
 	return http.StatusOK, map[string]any{"table": ps.ByName("table"), "row": row}, err
 }
 
@@ -299,6 +343,9 @@ func (h *Handler) dropIndex(r *http.Request, ps httprouter.Params) (int, any, er
 
 func (h *Handler) listExports(r *http.Request, ps httprouter.Params) (int, any, error) {
 	q := r.URL.Query()
+	if err := knownParams(q, "status", "limit", "offset"); err != nil {
+		return 0, nil, err
+	}
 	eq := pd.ExportQuery{Status: q.Get("status")}
 	if q.Has("status") && eq.Status == "" {
 		return 0, nil, errorf(pd.ErrInvalidExportStatus, "status must be ready, not_found or all")
@@ -307,6 +354,9 @@ func (h *Handler) listExports(r *http.Request, ps httprouter.Params) (int, any, 
 		return 0, nil, err
 	}
 	page, err := h.store.ListExports(r.Context(), ps.ByName("project"), eq)
+	for i := range page.Exports {
+		page.Exports[i].DownloadURL = h.link(r, page.Exports[i].DownloadURL)
+	}
 	return http.StatusOK, page, err
 }
 
@@ -331,6 +381,7 @@ func (h *Handler) createExport(r *http.Request, ps httprouter.Params) (int, any,
 	default:
 		err = errorf(pd.ErrInvalidRequest, "kind must be %s or %s", pd.ExportKindTable, pd.ExportKindProject)
 	}
+	exp.DownloadURL = h.link(r, exp.DownloadURL)
 	return http.StatusCreated, map[string]any{"export": exp}, err
 }
 

@@ -1,124 +1,200 @@
 // Command server runs the projectdata HTTP API and manages its data folder.
 //
-//	server serve [-addr 127.0.0.1:8080] [-data ./data] [-replica URL]
+//	server serve [-addr 127.0.0.1:8080] [-data ./data] [-metrics=false] [-replica URL]
 //	server project create [-data DIR] [-name NAME] SLUG
+//	server project list [-data DIR]
 //	server project restore [-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] SLUG
 //	server token create [-data DIR] [-role admin|write|read] [-name NAME] SLUG
+//	server token list [-data DIR] SLUG
+//	server token revoke [-data DIR] SLUG TOKEN_ID
+//	server version
+//	server help
 //
 // Run with no subcommand, it serves and, when the data folder holds no
-// project, creates project "demo" and prints its admin token once.
+// project, creates project "demo" and prints its admin token once, after
+// the listener is bound. Only serve creates a data folder that does not
+// exist.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/projectdata/projectdata"
+	"slices"
+	"strings"
 )
 
 const defaultDataDir = "./data"
 
+// command is one subcommand: its name (one or two words), the synopsis of
+// its arguments, one line for help, and what runs it. stdout gets only what
+// the command prints for its caller (a token, a list); diagnostics go to
+// stderr.
+type command struct {
+	name, synopsis, summary string
+	run                     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands are the subcommands, in the order help lists them. Adding one
+// is one line here and its function in a file of its own. (Set in init:
+// the commands' usage messages read the table.)
+var commands []command
+
+func init() {
+	commands = []command{
+		{"serve", "[-addr ADDR] [-data DIR] [-metrics=false] [-replica URL]", "serve the HTTP API until SIGINT or SIGTERM", runServe},
+		{"project create", "[-data DIR] [-name NAME] SLUG", "create a project; print its first admin token", projectCreate},
+		{"project list", "[-data DIR]", "list the projects", projectList},
+		{"project restore", "[-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] [-litestream BIN] SLUG", "restore a project from a snapshot file or a Litestream replica", projectRestore},
+		{"token create", "[-data DIR] [-role admin|write|read] [-name NAME] SLUG", "create a token; print its secret", tokenCreate},
+		{"token list", "[-data DIR] SLUG", "list a project's tokens (never their secrets)", tokenList},
+		{"token revoke", "[-data DIR] SLUG TOKEN_ID", "revoke a token; a running server refuses it at once", tokenRevoke},
+		{"version", "", "print the module version and VCS revision", version},
+		{"help", "[COMMAND]", "print this help, or a command's", nil}, // run by dispatch
+	}
+}
+
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	var usage *usageError
+	switch {
+	case err == nil:
+	case errors.As(err, &usage):
+		fmt.Fprintln(os.Stderr, "server:", err)
+		os.Exit(2)
+	default:
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
 	}
 }
 
-// run dispatches a command line; stdout gets only what the command prints
-// for its caller (a token), diagnostics go to stderr.
+// run runs a command line; a usage shown on request (-h) is a success.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' {
+	if err := dispatch(ctx, args, stdout, stderr); !errors.Is(err, errHelpShown) {
+		return err
+	}
+	return nil
+}
+
+// dispatch runs the command that args name. With no command (or only
+// flags) it serves and bootstraps an empty data folder.
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelpFlag(args[0]) {
 		return serve(ctx, args, stdout, stderr, true)
 	}
-	switch args[0] {
-	case "serve":
-		return serve(ctx, args[1:], stdout, stderr, false)
-	case "project":
-		if len(args) >= 2 && args[1] == "restore" {
-			return projectRestore(ctx, args[2:], stdout, stderr)
-		}
-		if len(args) < 2 || args[1] != "create" {
-			return fmt.Errorf("usage: server project create [-data DIR] [-name NAME] SLUG")
-		}
-		return projectCreate(ctx, args[2:], stdout, stderr)
-	case "token":
-		if len(args) < 2 || args[1] != "create" {
-			return fmt.Errorf("usage: server token create [-data DIR] [-role admin|write|read] [-name NAME] SLUG")
-		}
-		return tokenCreate(ctx, args[2:], stdout, stderr)
-	default:
-		return fmt.Errorf("unknown command %q (want serve, project create or token create)", args[0])
+	if isHelpFlag(args[0]) {
+		return help(ctx, args[1:], stdout, stderr)
 	}
+	c, rest, ok := lookup(args)
+	switch {
+	case ok && c.run == nil:
+		return help(ctx, rest, stdout, stderr)
+	case ok:
+		return c.run(ctx, rest, stdout, stderr)
+	}
+	return usageErrorf("unknown command %q; run 'server help' for the list", strings.Join(args[:min(len(args), 2)], " "))
 }
 
-func projectCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("project create", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	data := fs.String("data", defaultDataDir, "data folder")
-	name := fs.String("name", "", "display name (default: the slug)")
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+// lookup finds the command that args start with, and returns the rest.
+func lookup(args []string) (command, []string, bool) {
+	for _, c := range commands {
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && slices.Equal(args[:len(words)], words) {
+			return c, args[len(words):], true
+		}
 	}
-	if len(rest) != 1 {
-		return fmt.Errorf("usage: server project create [-data DIR] [-name NAME] SLUG")
+	return command{}, nil, false
+}
+
+func isHelpFlag(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help"
+}
+
+// help prints every command, or one command's usage and flags.
+func help(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] != "help" {
+		c, _, ok := lookup(args)
+		switch {
+		case !ok:
+			return usageErrorf("unknown command %q; run 'server help' for the list", strings.Join(args, " "))
+		}
+		return c.run(ctx, []string{"-h"}, stdout, stderr)
 	}
-	store, err := projectdata.Open(*data, nil)
-	if err != nil {
-		return err
+	fmt.Fprint(stdout, "server runs the projectdata HTTP API and manages its data folder.\n\nUsage:\n\n")
+	for _, c := range commands {
+		fmt.Fprintf(stdout, "  %s\n", strings.TrimSpace("server "+c.name+" "+c.synopsis))
+		fmt.Fprintf(stdout, "      %s\n", c.summary)
 	}
-	defer store.Close()
-	_, tok, err := store.CreateProject(ctx, rest[0], *name)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(stdout, tok.Token)
+	_, err := fmt.Fprint(stdout, "\nWith no command, server serves and, when the data folder holds no project,\n"+
+		"creates project demo and prints its admin token once.\n"+
+		"Run 'server help COMMAND' or 'server COMMAND -h' for a command's flags.\n")
 	return err
 }
 
-func tokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("token create", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	data := fs.String("data", defaultDataDir, "data folder")
-	role := fs.String("role", string(projectdata.RoleWrite), "role: admin, write or read")
-	name := fs.String("name", "", "token name")
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(rest) != 1 {
-		return fmt.Errorf("usage: server token create [-data DIR] [-role admin|write|read] [-name NAME] SLUG")
-	}
-	store, err := projectdata.Open(*data, nil)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	tok, err := store.CreateToken(ctx, rest[0], projectdata.NewToken{Name: *name, Role: projectdata.Role(*role)})
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(stdout, tok.Token)
-	return err
+// usageError is a command line that cannot run as given: main reports it
+// once and exits with status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// parseInterspersed parses flags wherever they stand among the arguments
-// (flag stops at the first argument that is not one) and returns the
-// others, in order.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+// newFlags returns the flag set of the command name. It prints nothing
+// itself: parseFlags reports its errors once.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// errHelpShown ends a command whose usage was asked for (-h) and printed.
+var errHelpShown = errors.New("help shown")
+
+// parseFlags parses the command's flags wherever they stand among its
+// arguments and returns the other arguments, in order, checking there are
+// nargs of them (-1: any number). -h prints the command's usage and flags
+// on stdout.
+func parseFlags(fs *flag.FlagSet, args []string, nargs int, stdout io.Writer) ([]string, error) {
 	var rest []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(fs, stdout)
+			return nil, errHelpShown
+		}
+		if err != nil {
+			return nil, usageErrorf("%s: %v (run 'server %s -h')", fs.Name(), err, fs.Name())
 		}
 		if fs.NArg() == 0 {
-			return rest, nil
+			break
 		}
 		rest = append(rest, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+	if nargs >= 0 && len(rest) != nargs {
+		return nil, usageErrorf("usage: server %s %s", fs.Name(), synopsisOf(fs.Name()))
+	}
+	return rest, nil
+}
+
+func printUsage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, "usage: server %s %s\n", fs.Name(), synopsisOf(fs.Name()))
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+func synopsisOf(name string) string {
+	for _, c := range commands {
+		if c.name == name {
+			return c.synopsis
+		}
+	}
+	return ""
 }

@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"time"
-
-	"github.com/projectdata/projectdata"
 )
-
-const projectRestoreUsage = "usage: server project restore [-data DIR] -from SNAPSHOT_FILE|REPLICA_URL [-at TIME] [-litestream PATH] SLUG"
 
 // projectRestore creates project SLUG from a snapshot file (a project
 // export) or from a replica URL (s3://… or file://…, the database's
@@ -20,24 +15,23 @@ const projectRestoreUsage = "usage: server project restore [-data DIR] -from SNA
 // `litestream restore` into a temporary file; then the Store checks the
 // database and moves it into place (see projectdata.Store.RestoreProject).
 func projectRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("project restore", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("project restore")
 	data := fs.String("data", defaultDataDir, "data folder")
 	from := fs.String("from", "", "snapshot file, or replica URL (s3://BUCKET/PATH/SLUG/project.db?endpoint=…, file:///PATH/SLUG/project.db)")
 	atText := fs.String("at", "", "restore the replica as it was at this time (RFC 3339); replica URLs only")
 	bin := fs.String("litestream", "", "litestream binary (default: litestream on PATH)")
-	rest, err := parseInterspersed(fs, args)
+	rest, err := parseFlags(fs, args, 1, stdout)
 	if err != nil {
 		return err
 	}
-	if len(rest) != 1 || *from == "" {
-		return fmt.Errorf("%s", projectRestoreUsage)
+	if *from == "" {
+		return usageErrorf("project restore: -from is required (run 'server project restore -h')")
 	}
 	slug := rest[0]
 	var at time.Time
 	if *atText != "" {
 		if at, err = time.Parse(time.RFC3339Nano, *atText); err != nil {
-			return fmt.Errorf("-at %q: want an RFC 3339 time such as 2026-11-21T14:05:09Z", *atText)
+			return usageErrorf("project restore: -at %q: want an RFC 3339 time such as 2026-11-21T14:05:09Z", *atText)
 		}
 	}
 	source := *from
@@ -53,9 +47,9 @@ func projectRestore(ctx context.Context, args []string, stdout, stderr io.Writer
 		defer cleanup()
 		source = path
 	} else if !at.IsZero() {
-		return fmt.Errorf("-at needs a replica URL: a snapshot file holds one instant")
+		return usageErrorf("project restore: -at needs a replica URL: a snapshot file holds one instant")
 	}
-	store, err := projectdata.Open(*data, nil)
+	store, err := openExisting(*data)
 	if err != nil {
 		return err
 	}

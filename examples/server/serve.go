@@ -15,6 +15,7 @@ import (
 
 	"github.com/projectdata/projectdata"
 	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/prommetrics"
 )
 
 // serverLimits guard the server against slow, stalled or greedy clients.
@@ -32,32 +33,61 @@ var defaultLimits = serverLimits{
 	maxHeaderBytes: 64 << 10,
 }
 
+// serveConfig is what the serve flags set. Adding a flag is a field here
+// and a line in flags.
+type serveConfig struct {
+	addr     string
+	data     string
+	metrics  bool
+	maxConns int
+	replica  string // a replica URL: Litestream replicates every project
+	// litestream is the Litestream binary for replica (default: on PATH).
+	litestream string
+}
+
+func (c *serveConfig) flags(name string) *flag.FlagSet {
+	fs := newFlags(name)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address")
+	fs.StringVar(&c.data, "data", defaultDataDir, "data folder (created if missing)")
+	fs.BoolVar(&c.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics")
+	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "connections served at once; more wait in the kernel's backlog")
+	fs.StringVar(&c.replica, "replica", "", "replicate every project with Litestream to this URL (s3://BUCKET/PATH?endpoint=…&region=…&force-path-style=true, or file:///PATH)")
+	fs.StringVar(&c.litestream, "litestream", "", "litestream binary for -replica (default: litestream on PATH)")
+	return fs
+}
+
+// runServe is the serve command: it serves without creating project demo.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return serve(ctx, args, stdout, stderr, false)
+}
+
 // serve runs the HTTP API until SIGINT or SIGTERM (or ctx ends), then stops
 // accepting, drains the requests in flight and closes the store. With
 // bootstrap, an empty data folder gets project "demo", whose admin token is
-// printed once on stdout.
+// printed once on stdout, once the listener is bound.
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstrap bool) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
-	data := fs.String("data", defaultDataDir, "data folder")
-	replica := fs.String("replica", "", "replicate every project with Litestream to this URL (s3://BUCKET/PATH?endpoint=…&region=…&force-path-style=true, or file:///PATH)")
-	litestreamBin := fs.String("litestream", "", "litestream binary for -replica (default: litestream on PATH)")
-	if err := fs.Parse(args); err != nil {
+	var cfg serveConfig
+	if _, err := parseFlags(cfg.flags("serve"), args, 0, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	if cfg.maxConns < 1 {
+		return fmt.Errorf("-max-conns must be at least 1")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	tcp, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	ln := newBoundedListener(tcp, cfg.maxConns, logger)
+	defer ln.Close()
 	// Under Litestream, checkpoints are Litestream's (see replica.go).
-	store, err := projectdata.Open(*data, &projectdata.Options{Logger: logger, ReplicatorCheckpoints: *replica != ""})
+	store, err := projectdata.Open(cfg.data, &projectdata.Options{Logger: logger, ReplicatorCheckpoints: cfg.replica != ""})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if *replica != "" {
-		rep, err := startReplicator(ctx, *data, *replica, *litestreamBin, logger, stderr)
+	if cfg.replica != "" {
+		rep, err := startReplicator(ctx, cfg.data, cfg.replica, cfg.litestream, logger, stderr)
 		if err != nil {
 			return fmt.Errorf("-replica: %w", err)
 		}
@@ -75,17 +105,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 			return err
 		}
 	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
+	opts := &httpapi.Options{Logger: logger}
+	if cfg.metrics {
+		opts.Metrics = prommetrics.New(store)
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	logger.Info("serving", "addr", ln.Addr().String(), "data", *data)
-	return runServer(ctx, ln, httpapi.New(store, &httpapi.Options{Logger: logger}), logger, defaultLimits)
+	logger.Info("serving", "addr", ln.Addr().String(), "data", cfg.data, "metrics", cfg.metrics)
+	return runServer(ctx, ln, httpapi.New(store, opts), logger, defaultLimits)
 }
 
-// runServer serves on ln until ctx ends, then shuts down gracefully.
+// runServer serves on ln until ctx ends, then shuts down gracefully: the
+// handler's health check turns 503 first (BeginShutdown), then the server
+// stops accepting and drains the requests in flight.
 func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, lim serverLimits) error {
 	srv := &http.Server{
 		Handler:           h,
@@ -96,6 +128,9 @@ func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 		MaxHeaderBytes:    lim.maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	if s, ok := h.(interface{ CloseStreams() }); ok {
+		srv.RegisterOnShutdown(s.CloseStreams) // a change stream never ends by itself
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -104,6 +139,9 @@ func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down: draining requests")
+	if d, ok := h.(interface{ BeginShutdown() }); ok {
+		d.BeginShutdown()
+	}
 	drainCtx, cancel := context.WithTimeout(context.Background(), lim.drain)
 	defer cancel()
 	err := srv.Shutdown(drainCtx)

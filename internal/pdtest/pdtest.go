@@ -124,3 +124,38 @@ func As(t testing.TB, s *projectdata.Store, role projectdata.Role) context.Conte
 	}
 	return projectdata.WithCaller(context.Background(), c)
 }
+
+// CheckRowCounts fails the test unless every application table of the
+// project has a kept row count (_pd_row_counts) equal to its COUNT(*).
+func CheckRowCounts(t testing.TB, dir, slug string) {
+	t.Helper()
+	c := Raw(t, dir, slug)
+	type table struct {
+		name string
+		kept int64
+		has  bool
+	}
+	var tables []table
+	st, _, err := c.Prepare(`SELECT t.name, r.row_count, r.table_id IS NOT NULL FROM _pd_tables t LEFT JOIN _pd_row_counts r ON r.table_id = t.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for st.Step() {
+		tables = append(tables, table{st.ColumnText(0), st.ColumnInt64(1), st.ColumnBool(2)})
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range tables {
+		st, _, err := c.Prepare(`SELECT count(*) FROM ` + sqlite3.QuoteIdentifier(tb.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Step()
+		n := st.ColumnInt64(0)
+		st.Close()
+		if !tb.has || n != tb.kept {
+			t.Fatalf("table %s: kept row count %d (present: %v), COUNT(*) %d", tb.name, tb.kept, tb.has, n)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package projectdata
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// boundedStore returns a Store with project acme, its admin secret, and the
+// open project, pinned until the test ends.
+func boundedStore(t *testing.T, opts *Options) (*Store, string, *project) {
+	t.Helper()
+	s, err := Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	_, tok, err := s.CreateProject(ctx, "acme", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CreateTable(ctx, "acme", TableDef{Name: "items", Columns: []ColumnDef{{Name: "name"}}}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.acquire(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.release(p) })
+	return s, tok.Token, p
+}
+
+// within runs fn and fails the test if it has not returned after a
+// generous guard: fn must not wait for what the test holds.
+func within(t *testing.T, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting")
+	}
+}
+
+func TestWaitingForAConnectionIsBounded(t *testing.T) {
+	is := is.New(t)
+	clk := &clock{now: time.Now()}
+	s, secret, p := boundedStore(t, &Options{QueueTimeout: 20 * time.Millisecond, MaxReadersPerProject: 2, Now: clk.Now})
+	ctx := context.Background()
+	for range cap(p.rsem) { // every reader taken, as by slow queries
+		p.rsem <- struct{}{}
+	}
+	p.wsem <- struct{}{} // and the writer, as by a column rebuild
+	defer func() {
+		for range cap(p.rsem) {
+			<-p.rsem
+		}
+		<-p.wsem
+	}()
+	within(t, func() {
+		_, err := s.ListTables(ctx, "acme")
+		is.True(errors.Is(err, ErrServerBusy))
+		_, err = s.Insert(ctx, "acme", "items", []Row{{"name": "a"}})
+		is.True(errors.Is(err, ErrServerBusy))
+	})
+	t.Run("AuthenticationNeitherWaitsNorStarves", func(t *testing.T) {
+		is := is.New(t)
+		clk.advance(time.Hour) // a minute not yet recorded
+		within(t, func() {
+			caller, err := s.Authenticate(ctx, "acme", secret)
+			is.NoErr(err)
+			is.Equal(caller.Role, RoleAdmin)
+		})
+	})
+}
+
+func TestLastUsedIsRecordedOnceTheWriterIsFree(t *testing.T) {
+	is := is.New(t)
+	clk := &clock{now: time.Now()}
+	s, secret, p := boundedStore(t, &Options{Now: clk.Now})
+	ctx := context.Background()
+	clk.advance(time.Hour)
+	now := clk.Now()
+	p.wsem <- struct{}{}
+	_, err := s.Authenticate(ctx, "acme", secret) // skipped: the writer is busy
+	is.NoErr(err)
+	<-p.wsem
+	// Writes queued meanwhile (the change log's pruning) run first.
+	is.NoErr(p.write(ctx, func(*conn) error { return nil }))
+	_, err = s.Authenticate(ctx, "acme", secret) // recorded now
+	is.NoErr(err)
+	toks, err := s.ListTokens(ctx, "acme")
+	is.NoErr(err)
+	is.True(toks[0].LastUsedAt != nil && toks[0].LastUsedAt.Equal(now.UTC().Truncate(time.Minute)))
+}
+
+func TestQueryMemoryIsGivenBack(t *testing.T) {
+	is := is.New(t)
+	s, _, p := boundedStore(t, &Options{QueryMaxBytes: 1 << 30})
+	ctx := context.Background()
+	pooled := func() int {
+		p.rmu.Lock()
+		defer p.rmu.Unlock()
+		return len(p.readers)
+	}
+	_, err := s.Query(ctx, "acme", QueryRequest{SQL: `SELECT count(*) FROM items`})
+	is.NoErr(err)
+	is.Equal(pooled(), 1)
+	base := s.heap.inUse()
+
+	// A 20 MB string: past the usual heap of a reader, within QueryMaxMemory.
+	res, err := s.Query(ctx, "acme", QueryRequest{SQL: `SELECT length(printf('%.*c', 20000000, 'x')) AS n`})
+	is.NoErr(err)
+	is.Equal(res.Rows[0]["n"], int64(20000000))
+	is.Equal(pooled(), 0)                         // the reader that grew was closed
+	is.Equal(s.heap.inUse(), base-usualQueryHeap) // and its memory given back
+
+	_, err = s.Query(ctx, "acme", QueryRequest{SQL: `SELECT count(*) FROM items`})
+	is.NoErr(err)
+	is.Equal(pooled(), 1) // an ordinary query keeps its reader
+}
+
+func TestSQLiteMemoryIsCapped(t *testing.T) {
+	is := is.New(t)
+	// Three connections (writer, authentication, one reader) count 24 MiB:
+	// no room for a query that needs more than the usual heap.
+	s, _, _ := boundedStore(t, &Options{QueryMaxBytes: 1 << 30, MaxSQLiteMemory: 40 << 20})
+	ctx := context.Background()
+	_, err := s.Query(ctx, "acme", QueryRequest{SQL: `SELECT length(printf('%.*c', 20000000, 'x'))`})
+	is.True(errors.Is(err, ErrServerBusy))
+	_, err = s.Query(ctx, "acme", QueryRequest{SQL: `SELECT count(*) FROM items`})
+	is.NoErr(err) // ordinary queries still run
+	_, err = s.Insert(ctx, "acme", "items", []Row{{"name": strings.Repeat("x", 1000)}})
+	is.NoErr(err) // and writes
+}
+
+func TestEncodedSizeIsExact(t *testing.T) {
+	is := is.New(t)
+	values := []any{
+		nil, "", "plain", `"quoted" \back\slash`, "<script>&amp;</script>", "\n\r\t\b\f\x00\x01\x1f\x7f",
+		"é ü 中文 😀", "\u2028\u2029", "bad \xff\xfe utf-8 \xc3", string([]byte{0xe2, 0x80}),
+		int64(0), int64(-1), int64(math.MaxInt64), int64(math.MinInt64),
+		0.0, 1.5, -2.25, 1e20, 1e21, 1e-6, 1e-7, 123456789.125, math.MaxFloat64, math.SmallestNonzeroFloat64, -1e-100,
+		[]byte{}, []byte{1}, []byte{1, 2}, []byte{1, 2, 3}, []byte("binary\x00data"),
+		true, false, json.Number("12345678901234567890"),
+	}
+	for _, key := range []string{"k", "<key>", "ключ", "a\"b"} {
+		for _, v := range values {
+			b, err := json.Marshal(Row{key: v})
+			is.NoErr(err)
+			if got, want := encodedSize(key, v), len(b)-1; got != want { // the row's opening brace is not the value's
+				t.Errorf("encodedSize(%q, %#v) = %d, want %d (%s)", key, v, got, want, b)
+			}
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package projectdata_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// cteChain is a statement whose preparation is long and whose run is
+// short: n common table expressions, each reading the one before.
+func cteChain(n int) string {
+	var b strings.Builder
+	b.WriteString("WITH c0 AS (SELECT 1 AS x)")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, ", c%d AS (SELECT x FROM c%d)", i, i-1)
+	}
+	fmt.Fprintf(&b, " SELECT x FROM c%d", n-1)
+	return b.String()
+}
+
+func TestQueryBudgetCoversPreparation(t *testing.T) {
+	t.Run("PlanningPastTheBudget", func(t *testing.T) {
+		f := newQueryFixture(t, &projectdata.Options{QueryTimeout: time.Millisecond}, 1)
+		_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: cteChain(3000)})
+		pdtest.Code(t, err, projectdata.ErrQueryBudgetExceeded)
+	})
+	t.Run("CallerGoneDuringPlanning", func(t *testing.T) {
+		is := is.New(t)
+		f := newQueryFixture(t, &projectdata.Options{QueryTimeout: time.Minute}, 1)
+		cctx, cancel := context.WithCancel(ctx)
+		time.AfterFunc(5*time.Millisecond, cancel)
+		_, err := f.s.Query(cctx, "acme", projectdata.QueryRequest{SQL: cteChain(3000)})
+		is.Equal(err, context.Canceled)
+	})
+	t.Run("StatementTooLongToParse", func(t *testing.T) {
+		f := newQueryFixture(t, nil, 1)
+		_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT 1" + strings.Repeat(" ", 100000)})
+		pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+	})
+}
+
+func TestQueryResultBudgetCountsEncodedBytes(t *testing.T) {
+	is := is.New(t)
+	f := newQueryFixture(t, &projectdata.Options{QueryMaxBytes: 64 << 10}, 1)
+	// 20,000 raw bytes, 120,000 once each < is written as \u003c.
+	_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT printf('%.*c', 20000, '<') AS s`})
+	pdtest.Code(t, err, projectdata.ErrQueryResultTooLarge)
+	res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT printf('%.*c', 20000, 'a') AS s`})
+	is.NoErr(err)
+	is.Equal(len(res.Rows[0]["s"].(string)), 20000)
+}
+
+func TestQueryInfinityEncodes(t *testing.T) {
+	is := is.New(t)
+	f := newQueryFixture(t, nil, 1)
+	res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT 1e999 AS big, -1e999 AS small`})
+	is.NoErr(err)
+	_, err = json.Marshal(res) // JSON has no infinity: it must not break the encoder
+	is.NoErr(err)
+	is.Equal(res.Rows[0]["big"], "Inf")
+}
+
+func TestSQLiteLimitsAreBadRequests(t *testing.T) {
+	long := strings.Repeat("a", 1100000)
+	f := newQueryFixture(t, &projectdata.Options{QueryMaxSQLBytes: 4 << 20}, 1)
+	for name, sql := range map[string]string{
+		"LongAlias":          `SELECT 1 AS ` + long,
+		"LongQuotedAlias":    `SELECT 1 AS "` + long + `"`,
+		"LongCTE":            `WITH ` + long + ` AS (SELECT 1) SELECT * FROM ` + long,
+		"LongNamedParameter": `SELECT :` + long,
+		"LongLiteralColumn":  `SELECT '` + long + `'`,
+		"DeepExpression":     `SELECT ` + strings.Repeat("(", 5000) + "1" + strings.Repeat(")", 5000),
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := projectdata.QueryRequest{SQL: sql}
+			if strings.Contains(sql, ":") {
+				req.Named = map[string]any{long: 1}
+			}
+			_, err := f.s.Query(ctx, "acme", req)
+			pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+		})
+	}
+	t.Run("ReadersWorkAfterwards", func(t *testing.T) {
+		is := is.New(t)
+		for range 8 {
+			res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT count(*) AS n FROM orders`})
+			is.NoErr(err)
+			is.Equal(res.Rows[0]["n"], int64(1))
+		}
+	})
+	t.Run("ThousandWhereConditions", func(t *testing.T) {
+		w := make(projectdata.Where, 1000)
+		for i := range w {
+			w[i] = projectdata.Condition{Column: "qty", Op: "!=", Value: i}
+		}
+		_, err := f.s.DeleteRecords(ctx, "acme", "orders", projectdata.BulkDelete{Where: w})
+		pdtest.Code(t, err, projectdata.ErrInvalidWhere)
+	})
+}

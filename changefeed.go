@@ -1,0 +1,335 @@
+package projectdata
+
+import (
+	"context"
+	"iter"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Following the change log: one feed per project that has followers. After
+// each commit that logged changes, the writer signals the project's feed
+// (a non-blocking send); the feed's one goroutine reads the new changes
+// once, encodes each once, appends them to an in-memory tail of the newest
+// changes and wakes every follower of the project by closing one channel.
+// Followers read the tail (or, when they are further behind than the tail
+// reaches, pages of the log itself), each at its own pace: a slow follower
+// holds no connection while it waits and never slows the writer or the
+// other followers. No follower polls; the feed itself reads the log once a
+// second while it has followers, for commits made by other processes or
+// Stores on the same folder.
+
+const (
+	// feedTail is the fewest changes a feed keeps in memory (up to twice
+	// as many).
+	feedTail = 8192
+	// feedPoll is how often a followed feed reads the log for commits of
+	// other processes.
+	feedPoll = time.Second
+	// feedPage is the most changes one read of the log returns.
+	feedPage = 1000
+	// pruneEvery is how often a project's log is pruned, at most.
+	pruneEvery = time.Minute
+)
+
+// feeds is the Store's registry of the feeds followed now.
+type feeds struct {
+	s      *Store
+	mu     sync.Mutex
+	bySlug map[string]*feed
+	done   chan struct{} // closed by Store.Close
+	closed bool
+
+	pruneMu sync.Mutex
+	pruned  map[string]time.Time // slug → last prune started
+}
+
+func newFeeds(s *Store) *feeds {
+	return &feeds{s: s, bySlug: map[string]*feed{}, done: make(chan struct{}), pruned: map[string]time.Time{}}
+}
+
+// close ends every feed and its followers.
+func (fs *feeds) close() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if !fs.closed {
+		fs.closed = true
+		close(fs.done)
+	}
+}
+
+// feed is the live change feed of one project.
+type feed struct {
+	fs        *feeds
+	slug      string
+	followers int           // guarded by fs.mu
+	dirty     chan struct{} // capacity 1: a commit logged changes
+	stop      chan struct{} // closed when the last follower leaves
+
+	mu    sync.Mutex
+	wake  chan struct{} // closed and replaced when the tail grows
+	tail  []Change      // the newest changes, ids contiguous and ascending
+	last  int64         // the last change read from the log
+	ready bool          // last is known
+}
+
+// follow registers a follower of the project's feed, starting the feed if
+// it is the first.
+func (fs *feeds) follow(slug string) *feed {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f, ok := fs.bySlug[slug]
+	if !ok {
+		f = &feed{fs: fs, slug: slug, dirty: make(chan struct{}, 1), stop: make(chan struct{}), wake: make(chan struct{})}
+		fs.bySlug[slug] = f
+		go f.run()
+	}
+	f.followers++
+	return f
+}
+
+// leave unregisters a follower; the last one stops the feed.
+func (fs *feeds) leave(f *feed) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f.followers--; f.followers == 0 {
+		delete(fs.bySlug, f.slug)
+		close(f.stop)
+	}
+}
+
+// changesCommitted is called after a unit of work that logged changes
+// committed: it signals the project's feed, if followed, and prunes the
+// log now and then.
+func (s *Store) changesCommitted(p *project) {
+	fs := s.feeds
+	fs.mu.Lock()
+	f := fs.bySlug[p.slug]
+	fs.mu.Unlock()
+	if f != nil {
+		select {
+		case f.dirty <- struct{}{}:
+		default: // a signal is pending: the feed will read this commit too
+		}
+	}
+	now := s.now()
+	fs.pruneMu.Lock()
+	due := now.Sub(fs.pruned[p.slug]) >= min(pruneEvery, s.opts.ChangeRetention)
+	if due {
+		fs.pruned[p.slug] = now
+	}
+	fs.pruneMu.Unlock()
+	if due {
+		go s.pruneQuietly(p.slug)
+	}
+}
+
+// pruneQuietly prunes a project's log, logging failures.
+func (s *Store) pruneQuietly(slug string) {
+	err := s.withProject(context.Background(), slug, "", func(p *project) error {
+		_, err := s.pruneChanges(context.Background(), p)
+		return err
+	})
+	if err != nil && ErrorCode(err) != ErrStoreClosed && ErrorCode(err) != ErrProjectNotFound {
+		s.opts.Logger.Error("prune change log", "project", slug, "err", err)
+	}
+}
+
+// run reads the log after each signal (and every feedPoll) until the feed
+// stops.
+func (f *feed) run() {
+	poll := time.NewTicker(feedPoll)
+	defer poll.Stop()
+	for {
+		if err := f.read(); err != nil && ErrorCode(err) != ErrStoreClosed {
+			f.fs.s.opts.Logger.Error("read change log", "project", f.slug, "err", err)
+		}
+		select {
+		case <-f.dirty:
+		case <-poll.C:
+		case <-f.stop:
+			return
+		case <-f.fs.done:
+			f.mu.Lock()
+			close(f.wake)
+			f.wake = make(chan struct{})
+			f.mu.Unlock()
+			return
+		}
+	}
+}
+
+// read appends the changes committed since the last read to the tail and
+// wakes the followers.
+func (f *feed) read() error {
+	s := f.fs.s
+	ctx := context.Background()
+	return s.withProject(ctx, f.slug, "", func(p *project) error {
+		for {
+			var page ChangePage
+			err := p.readTx(ctx, func(c *conn) (err error) {
+				if !f.ready {
+					_, f.last, err = changeBounds(c)
+					return err
+				}
+				page, err = readChanges(c, ChangeQuery{After: f.last, Limit: feedPage})
+				return err
+			})
+			if ErrorCode(err) == ErrChangesExpired { // the feed stalled longer than the retention
+				f.mu.Lock()
+				f.tail, f.ready = nil, false
+				f.mu.Unlock()
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if !f.ready {
+				f.mu.Lock()
+				f.ready = true
+				close(f.wake)
+				f.wake = make(chan struct{})
+				f.mu.Unlock()
+				continue
+			}
+			for i := range page.Changes {
+				page.Changes[i].encoded, _ = page.Changes[i].encode()
+			}
+			f.mu.Lock()
+			if len(page.Changes) > 0 {
+				tail := append(f.tail, page.Changes...)
+				if len(tail) > 2*feedTail { // trimmed now and then, not on every append
+					tail = append(make([]Change, 0, 2*feedTail), tail[len(tail)-feedTail:]...)
+				}
+				f.tail = tail
+				close(f.wake)
+				f.wake = make(chan struct{})
+			}
+			f.last = max(f.last, page.NextAfter)
+			f.mu.Unlock()
+			if len(page.Changes) < feedPage {
+				return nil
+			}
+		}
+	})
+}
+
+// since returns the tail's changes after the id after, at most feedPage,
+// and the channel closed when there are more. ok is false when the tail
+// does not reach back to after: the caller reads the log itself.
+func (f *feed) since(after int64) (changes []Change, wake <-chan struct{}, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.ready {
+		return nil, f.wake, true // wait for the first read
+	}
+	if after >= f.last {
+		return nil, f.wake, true
+	}
+	if len(f.tail) == 0 || after < f.tail[0].ID-1 {
+		return nil, f.wake, false
+	}
+	i := int(after - f.tail[0].ID + 1)
+	return f.tail[i:min(len(f.tail), i+feedPage)], f.wake, true
+}
+
+// LastChangeID returns the id of the project's newest change, 0 for an
+// empty log: following the log after it gives the changes from now on.
+//
+// Errors: ErrProjectNotFound, ErrPermissionDenied.
+func (s *Store) LastChangeID(ctx context.Context, slug string) (int64, error) {
+	var last int64
+	err := s.withProject(ctx, slug, OpListChanges, func(p *project) error {
+		return p.read(ctx, func(c *conn) (err error) {
+			_, last, err = changeBounds(c)
+			return err
+		})
+	})
+	return last, err
+}
+
+// Changes iterates over the project's changes after the id after, in
+// commit order, blocking for new ones until ctx ends (then it stops
+// without an error). It is FollowChanges without a table filter.
+func (s *Store) Changes(ctx context.Context, slug string, after int64) iter.Seq2[Change, error] {
+	return s.FollowChanges(ctx, slug, ChangeQuery{After: after})
+}
+
+// FollowChanges iterates over the project's changes after q.After, of
+// q.Tables if given, in commit order, each once, blocking for new ones
+// until ctx ends (then it stops without an error). An error ends the
+// iteration: ErrChangesExpired when the iteration is, or falls, further
+// behind than Options.ChangeRetention; ErrStoreClosed when the Store
+// closes; the errors of ListChanges. Resume with the id of the last change
+// received. q.Limit is ignored.
+//
+// A change's Row is shared by every follower of the project: do not
+// modify it.
+func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) iter.Seq2[Change, error] {
+	return func(yield func(Change, error) bool) {
+		q.Limit = feedPage
+		if err := q.check(); err != nil {
+			yield(Change{}, err)
+			return
+		}
+		if err := s.withProject(ctx, slug, OpListChanges, func(*project) error { return nil }); err != nil {
+			yield(Change{}, err)
+			return
+		}
+		f := s.feeds.follow(slug)
+		defer s.feeds.leave(f)
+		caughtUp := false // read the log itself at least once: it checks q.After
+		for {
+			changes, wake, ok := f.since(q.After)
+			if !ok || !caughtUp {
+				page, err := s.ListChanges(ctx, slug, q)
+				if err != nil {
+					if ctx.Err() == nil {
+						yield(Change{}, err)
+					}
+					return
+				}
+				caughtUp = true
+				changes, q.After = page.Changes, page.NextAfter
+				for _, c := range changes {
+					if !yield(c, nil) {
+						return
+					}
+				}
+				if len(changes) > 0 {
+					continue
+				}
+			} else if len(changes) > 0 {
+				for _, c := range changes {
+					q.After = c.ID
+					if q.selects(c.Table) && !yield(c, nil) {
+						return
+					}
+				}
+				continue
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				return
+			case <-s.feeds.done:
+				yield(Change{}, errorf(ErrStoreClosed, "the store is closed"))
+				return
+			}
+		}
+	}
+}
+
+// selects reports whether the query keeps the changes of a table.
+func (q *ChangeQuery) selects(table string) bool {
+	if len(q.Tables) == 0 {
+		return true
+	}
+	for _, t := range q.Tables {
+		if strings.EqualFold(t, table) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,126 @@
+package projectdata
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// Every test of the package checks that each unit of work logs exactly the
+// application rows SQLite changed (see verifyChangeLog).
+func init() { verifyChangeLog = true }
+
+// clock is a settable Options.Now.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// itemsStore opens a Store with project acme and its table items (name,
+// qty).
+func itemsStore(tb testing.TB, opts *Options) *Store {
+	tb.Helper()
+	s, err := Open(tb.TempDir(), opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	if _, _, err := s.CreateProject(ctx, "acme", ""); err != nil {
+		tb.Fatal(err)
+	}
+	if _, _, err := s.CreateTable(ctx, "acme", TableDef{Name: "items", Columns: []ColumnDef{{Name: "name"}, {Name: "qty", Type: "INTEGER"}}}); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func TestChangeRetention(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	s := itemsStore(t, &Options{Now: clk.Now, ChangeRetention: time.Hour}) // change 1: the table
+	const old = 1200                                                       // records, to prune in several batches
+	for i := range old {
+		_, err := s.Insert(ctx, "acme", "items", []Row{{"qty": i}})
+		is.NoErr(err)
+	}
+	clk.advance(2 * time.Hour)
+	_, err := s.Insert(ctx, "acme", "items", []Row{{"qty": -1}, {"qty": -2}}) // changes 1202, 1203
+	is.NoErr(err)
+	prune := func() {
+		err := s.withProject(ctx, "acme", "", func(p *project) error {
+			_, err := s.pruneChanges(ctx, p)
+			return err
+		})
+		is.NoErr(err)
+	}
+	prune()
+
+	_, err = s.ListChanges(ctx, "acme", ChangeQuery{After: 0})
+	is.Equal(ErrorCode(err), ErrChangesExpired) // resuming before the window
+	_, err = s.ListChanges(ctx, "acme", ChangeQuery{After: 1200})
+	is.Equal(ErrorCode(err), ErrChangesExpired)
+	page, err := s.ListChanges(ctx, "acme", ChangeQuery{After: 1201})
+	is.NoErr(err)
+	is.Equal(len(page.Changes), 2)
+	is.Equal(page.Changes[0].ID, int64(1202))
+	for _, err := range s.Changes(ctx, "acme", 5) {
+		is.Equal(ErrorCode(err), ErrChangesExpired) // followers too
+		break
+	}
+
+	clk.advance(2 * time.Hour)
+	prune()
+	last, err := s.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+	is.Equal(last, int64(1203)) // the newest record is kept, so ids never go back
+	_, err = s.Insert(ctx, "acme", "items", []Row{{"qty": 0}})
+	is.NoErr(err)
+	page, err = s.ListChanges(ctx, "acme", ChangeQuery{After: 1203})
+	is.NoErr(err)
+	is.Equal(page.Changes[0].ID, int64(1204))
+}
+
+// BenchmarkInsertChangeLog measures inserts with the change log on and
+// off in the same run: one row per insert and 1,000 rows per insert.
+func BenchmarkInsertChangeLog(b *testing.B) {
+	verifyChangeLog = false // its update hook would slow both sides (benchmarks run after the tests)
+	defer func() { verifyChangeLog = true }()
+	ctx := context.Background()
+	for _, batch := range []int{1, 1000} {
+		rows := make([]Row, batch)
+		for i := range rows {
+			rows[i] = Row{"name": fmt.Sprint("item-", i), "qty": i}
+		}
+		for _, logOn := range []bool{false, true} {
+			name := fmt.Sprintf("Rows%d/Log%v", batch, map[bool]string{false: "Off", true: "On"}[logOn])
+			b.Run(name, func(b *testing.B) {
+				s := itemsStore(b, &Options{changeLogOff: !logOn})
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := s.Insert(ctx, "acme", "items", rows); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "rows/s")
+			})
+		}
+	}
+}

@@ -1,0 +1,292 @@
+package projectdata
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/pkg/errors"
+)
+
+// Change is one committed change of a project's change log (CONTRACT §12).
+type Change struct {
+	// ID is the change's place in the log: strictly increasing in commit
+	// order, without gaps.
+	ID int64
+	// Table is the application table's name; empty only for the schema
+	// change that starts the log of a restored project (see
+	// Store.RestoreProject), which replaced the whole database.
+	Table string
+	// Op is ChangeInsert, ChangeUpdate, ChangeDelete or ChangeSchema.
+	Op string
+	// Key is the row's primary key value; nil for a schema change.
+	Key any
+	// Row is the row after the change; nil for a delete or schema change.
+	Row Row
+	// At is when the change's transaction ran, in UTC to the millisecond.
+	At time.Time
+
+	encoded []byte // the JSON form, made once for every stream that sends it
+}
+
+// MarshalJSON encodes the change as {id, table, op, key, row, at}.
+func (c Change) MarshalJSON() ([]byte, error) {
+	if c.encoded != nil {
+		return c.encoded, nil
+	}
+	return c.encode()
+}
+
+func (c Change) encode() ([]byte, error) {
+	return json.Marshal(struct {
+		ID    int64     `json:"id"`
+		Table string    `json:"table"`
+		Op    string    `json:"op"`
+		Key   any       `json:"key"`
+		Row   Row       `json:"row"`
+		At    Timestamp `json:"at"`
+	}{c.ID, c.Table, c.Op, c.Key, c.Row, Timestamp{c.At}})
+}
+
+// ChangeQuery selects changes of the log.
+type ChangeQuery struct {
+	// After is the id of the last change already seen; changes with a
+	// greater id are returned. Zero: from the start of the log.
+	After int64
+	// Tables keeps only the changes of these tables (case-insensitive).
+	// Empty: every table.
+	Tables []string
+	// Limit is the most changes returned, clamped to 1..1000. Zero: 100.
+	Limit int
+}
+
+// ChangePage is a page of the change log.
+type ChangePage struct {
+	Changes []Change `json:"changes"`
+	// NextAfter is the After of the next page: the id of the last change
+	// returned or, when the page holds every selected change there was,
+	// the id of the log's last change.
+	NextAfter int64 `json:"next_after"`
+}
+
+// maxChangeTables bounds ChangeQuery.Tables.
+const maxChangeTables = 100
+
+// check validates and clamps a query.
+func (q *ChangeQuery) check() error {
+	switch {
+	case q.Limit == 0:
+		q.Limit = 100
+	case q.Limit < 1:
+		q.Limit = 1
+	case q.Limit > maxListLimit:
+		q.Limit = maxListLimit
+	}
+	if q.After < 0 {
+		return errorf(ErrInvalidRequest, "after must be a change id, 0 or more")
+	}
+	if len(q.Tables) > maxChangeTables {
+		return errorf(ErrInvalidRequest, "tables takes at most %d names", maxChangeTables)
+	}
+	for _, t := range q.Tables {
+		if err := checkName(ErrInvalidTableName, "table name", t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ListChanges returns a page of the project's change log, in commit order.
+//
+// Errors: ErrChangesExpired (After is older than the oldest change kept,
+// see Options.ChangeRetention), ErrInvalidRequest (a negative After, too
+// many Tables), ErrInvalidTableName, ErrProjectNotFound,
+// ErrPermissionDenied.
+func (s *Store) ListChanges(ctx context.Context, slug string, q ChangeQuery) (ChangePage, error) {
+	if err := q.check(); err != nil {
+		return ChangePage{}, err
+	}
+	var page ChangePage
+	err := s.withProject(ctx, slug, OpListChanges, func(p *project) error {
+		return p.readTx(ctx, func(c *conn) (err error) {
+			page, err = readChanges(c, q)
+			return err
+		})
+	})
+	return page, err
+}
+
+// readChanges reads a page of the log through c, inside a read
+// transaction; q is checked.
+func readChanges(c *conn, q ChangeQuery) (ChangePage, error) {
+	page := ChangePage{Changes: []Change{}, NextAfter: q.After}
+	first, last, err := changeBounds(c)
+	if err != nil {
+		return page, err
+	}
+	if last > 0 && q.After < first-1 {
+		return page, errorf(ErrChangesExpired, "change %d is older than the oldest change kept (%d): read the data afresh and follow the log from %d", q.After, first, last)
+	}
+	var sql strings.Builder
+	sql.WriteString(`SELECT last_id, count, table_name, op, at, data FROM _pd_changes WHERE last_id > ?`)
+	args := []any{q.After}
+	if len(q.Tables) > 0 {
+		sql.WriteString(` AND lower(table_name) IN (?`)
+		sql.WriteString(strings.Repeat(`, ?`, len(q.Tables)-1))
+		sql.WriteString(`)`)
+		for _, t := range q.Tables {
+			args = append(args, strings.ToLower(t))
+		}
+	}
+	sql.WriteString(` ORDER BY last_id LIMIT ?`)
+	args = append(args, q.Limit) // every record holds at least one change after q.After
+	err = c.query(sql.String(), args, func(st *sqlite3.Stmt) error {
+		if len(page.Changes) >= q.Limit {
+			return nil
+		}
+		var err error
+		page.Changes, err = decodeRecord(st, q.After, q.Limit, page.Changes)
+		return err
+	})
+	if err != nil {
+		return page, err
+	}
+	if n := len(page.Changes); n == q.Limit {
+		page.NextAfter = page.Changes[n-1].ID
+	} else if last > q.After {
+		page.NextAfter = last
+	}
+	return page, nil
+}
+
+// changeBounds returns the ids of the oldest and newest changes kept; both
+// are zero for an empty log.
+func changeBounds(c *conn) (first, last int64, err error) {
+	_, err = c.queryRow(`SELECT (SELECT last_id - count + 1 FROM _pd_changes ORDER BY last_id LIMIT 1), (SELECT max(last_id) FROM _pd_changes)`, nil, func(st *sqlite3.Stmt) error {
+		first, last = st.ColumnInt64(0), st.ColumnInt64(1)
+		return nil
+	})
+	return first, last, err
+}
+
+// decodeRecord appends the changes of the current log record with ids
+// greater than after to out, until out holds limit changes.
+func decodeRecord(st *sqlite3.Stmt, after int64, limit int, out []Change) ([]Change, error) {
+	lastID, count := st.ColumnInt64(0), st.ColumnInt64(1)
+	table, op := st.ColumnText(2), st.ColumnText(3)
+	at, err := parseTime(st.ColumnText(4))
+	if err != nil {
+		return out, errors.Wrap(err, "change log time")
+	}
+	at = at.UTC()
+	firstID := lastID - count + 1
+	if op == ChangeSchema {
+		for id := max(firstID, after+1); id <= lastID && len(out) < limit; id++ {
+			out = append(out, Change{ID: id, Table: table, Op: op, At: at})
+		}
+		return out, nil
+	}
+	data := st.ColumnRawText(5)
+	if op == ChangeDelete {
+		var keys []any
+		if err := decodeJSONValue(data, &keys); err != nil || int64(len(keys)) != count {
+			return out, errors.New("change log: malformed delete record")
+		}
+		for i, k := range keys {
+			if n, ok := k.(json.Number); ok {
+				k = storedNumber(n)
+			}
+			if id := firstID + int64(i); id > after && len(out) < limit {
+				out = append(out, Change{ID: id, Table: table, Op: op, Key: k, At: at})
+			}
+		}
+		return out, nil
+	}
+	var rec struct {
+		PK      int      `json:"pk"`
+		Columns []string `json:"columns"`
+		Rows    [][]any  `json:"rows"`
+	}
+	if err := decodeJSONValue(data, &rec); err != nil || int64(len(rec.Rows)) != count {
+		return out, errors.New("change log: malformed record")
+	}
+	for i, vals := range rec.Rows {
+		id := firstID + int64(i)
+		if id <= after {
+			continue
+		}
+		if len(out) >= limit {
+			break
+		}
+		if len(vals) != len(rec.Columns) {
+			return out, errors.New("change log: malformed row image")
+		}
+		row := make(Row, len(vals))
+		for j, v := range vals {
+			if n, ok := v.(json.Number); ok {
+				v = storedNumber(n)
+			}
+			row[rec.Columns[j]] = v
+		}
+		var key any
+		if rec.PK >= 0 && rec.PK < len(vals) {
+			key = row[rec.Columns[rec.PK]]
+		}
+		out = append(out, Change{ID: id, Table: table, Op: op, Key: key, Row: row, At: at})
+	}
+	return out, nil
+}
+
+// storedNumber turns a number of the log back into the value SQLite
+// returned: a float64 when written with a fraction or an exponent, else an
+// int64.
+func storedNumber(n json.Number) any {
+	s := string(n)
+	if strings.ContainsAny(s, ".eE") {
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return f
+		}
+	}
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return i
+	}
+	return s
+}
+
+// changePruneBatch is the most log records one retention transaction deletes,
+// so the writer is never held long.
+const changePruneBatch = 500
+
+// pruneChanges deletes the log records older than Options.ChangeRetention,
+// changePruneBatch records per transaction, always keeping the newest record (so
+// ids never go back). It returns how many records it deleted.
+func (s *Store) pruneChanges(ctx context.Context, p *project) (int, error) {
+	cutoff := formatTime(s.now().Add(-s.opts.ChangeRetention))
+	total := 0
+	for {
+		n := 0
+		err := p.write(ctx, func(c *conn) error {
+			var upTo int64
+			stop := false // the records are in id order: stop at the first one kept
+			err := c.query(`SELECT last_id, at < ? FROM _pd_changes WHERE last_id < (SELECT max(last_id) FROM _pd_changes) ORDER BY last_id LIMIT ?`,
+				[]any{cutoff, changePruneBatch}, func(st *sqlite3.Stmt) error {
+					if stop = stop || !st.ColumnBool(1); !stop {
+						upTo = st.ColumnInt64(0)
+						n++
+					}
+					return nil
+				})
+			if err != nil || upTo == 0 {
+				return err
+			}
+			return c.exec(`DELETE FROM _pd_changes WHERE last_id <= ?`, upTo)
+		})
+		total += n
+		if err != nil || n < changePruneBatch {
+			return total, err
+		}
+	}
+}

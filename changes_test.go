@@ -1,0 +1,371 @@
+package projectdata_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// changesAfter reads every change of project acme after the id after.
+func changesAfter(t *testing.T, s *projectdata.Store, after int64) []projectdata.Change {
+	t.Helper()
+	var all []projectdata.Change
+	for {
+		page, err := s.ListChanges(ctx, "acme", projectdata.ChangeQuery{After: after, Limit: 1000})
+		if err != nil {
+			t.Fatalf("list changes after %d: %v", after, err)
+		}
+		all = append(all, page.Changes...)
+		if len(page.Changes) == 0 {
+			return all
+		}
+		after = page.NextAfter
+	}
+}
+
+// wantChange is a change without its id, time and row.
+type wantChange struct {
+	table, op string
+	key       any
+}
+
+func TestChangeLogEveryWritePath(t *testing.T) {
+	s, _ := pdtest.NewProject(t, nil)
+	var last int64
+	// step runs a write and checks the changes it logged: exactly want,
+	// ids following the previous ones, the row of each insert and update
+	// as GetRecord reads it right after.
+	step := func(t *testing.T, want []wantChange, write func() error) {
+		t.Helper()
+		is := is.NewRelaxed(t)
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+		got := changesAfter(t, s, last)
+		is.Equal(len(got), len(want)) // changes logged
+		for i, c := range got {
+			if i >= len(want) {
+				break
+			}
+			last++
+			is.Equal(c.ID, last) // ids strictly increasing, no gap
+			is.Equal(wantChange{c.Table, c.Op, c.Key}, want[i])
+			is.True(!c.At.IsZero())
+			switch c.Op {
+			case projectdata.ChangeInsert, projectdata.ChangeUpdate:
+				row, err := s.GetRecord(ctx, "acme", c.Table, c.Key)
+				is.NoErr(err)
+				is.Equal(c.Row, row) // the row image is the stored row
+			default:
+				is.Equal(c.Row, nil) // no row for deletes and schema changes
+			}
+		}
+	}
+	insert := projectdata.ChangeInsert
+	update := projectdata.ChangeUpdate
+	del := projectdata.ChangeDelete
+	schema := projectdata.ChangeSchema
+
+	t.Run("CreateTable", func(t *testing.T) {
+		step(t, []wantChange{{"items", schema, nil}}, func() error {
+			_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "items", Columns: []projectdata.ColumnDef{
+				{Name: "name", Unique: true}, {Name: "qty", Type: "INTEGER"}, {Name: "price", Type: "REAL"},
+				{Name: "n", Type: "NUMERIC"}, {Name: "ok", Type: "BOOLEAN"}, {Name: "d", Type: "DATETIME"},
+				{Name: "note", Default: "none"},
+			}})
+			return err
+		})
+	})
+	t.Run("InsertLogsFullRowsWithDefaults", func(t *testing.T) {
+		step(t, []wantChange{{"items", insert, int64(1)}, {"items", insert, int64(2)}, {"items", insert, int64(7)}}, func() error {
+			_, err := s.Insert(ctx, "acme", "items", []projectdata.Row{
+				{"name": "a", "qty": 1, "price": 2, "n": "2.0", "ok": true, "d": "2026-01-02T03:04:05Z"},
+				{"name": "b\n\"q\" ü", "qty": 5, "n": 1e15, "price": 1e300},
+				{"id": 7, "name": "c", "note": nil, "n": 1e20},
+			})
+			return err
+		})
+	})
+	t.Run("BulkUpdate", func(t *testing.T) {
+		step(t, []wantChange{{"items", update, int64(1)}, {"items", update, int64(2)}}, func() error {
+			_, err := s.UpdateRecords(ctx, "acme", "items", projectdata.BulkUpdate{
+				Data:  projectdata.Row{"price": 9.5, "note": "x"},
+				Where: projectdata.Where{{Column: "qty", Op: ">=", Value: 1}},
+			})
+			return err
+		})
+	})
+	t.Run("UpdateOne", func(t *testing.T) {
+		step(t, []wantChange{{"items", update, int64(2)}}, func() error {
+			_, err := s.UpdateRecord(ctx, "acme", "items", 2, projectdata.Row{"qty": 6, "note": nil})
+			return err
+		})
+	})
+	t.Run("DeleteOne", func(t *testing.T) {
+		step(t, []wantChange{{"items", del, int64(1)}}, func() error {
+			_, err := s.DeleteRecord(ctx, "acme", "items", "1")
+			return err
+		})
+	})
+	t.Run("FailedBatchLogsNothing", func(t *testing.T) {
+		step(t, nil, func() error {
+			_, err := s.Insert(ctx, "acme", "items", []projectdata.Row{{"name": "d"}, {"name": "d"}})
+			pdtest.Code(t, err, projectdata.ErrUniqueViolation)
+			_, err = s.UpdateRecords(ctx, "acme", "items", projectdata.BulkUpdate{Data: projectdata.Row{"name": "same"}, AllowAll: true})
+			pdtest.Code(t, err, projectdata.ErrUniqueViolation)
+			return nil
+		})
+	})
+	t.Run("UpdateOfTheKey", func(t *testing.T) {
+		step(t, []wantChange{{"items", update, int64(10)}}, func() error {
+			_, err := s.UpdateRecords(ctx, "acme", "items", projectdata.BulkUpdate{
+				Data:  projectdata.Row{"id": 10},
+				Where: projectdata.Where{{Column: "name", Op: "=", Value: "c"}},
+			})
+			return err
+		})
+	})
+	t.Run("BulkDeleteAll", func(t *testing.T) {
+		step(t, []wantChange{{"items", del, int64(2)}, {"items", del, int64(10)}}, func() error {
+			_, err := s.DeleteRecords(ctx, "acme", "items", projectdata.BulkDelete{AllowAll: true})
+			return err
+		})
+	})
+	t.Run("SchemaChanges", func(t *testing.T) {
+		step(t, []wantChange{{"items", schema, nil}, {"items", schema, nil}, {"items", schema, nil}}, func() error {
+			if _, err := s.AddColumn(ctx, "acme", "items", projectdata.ColumnDef{Name: "extra"}); err != nil {
+				return err
+			}
+			if _, err := s.UpdateColumn(ctx, "acme", "items", "note", projectdata.ColumnUpdate{Default: projectdata.SetTo[any]("other")}); err != nil {
+				return err // a rebuild
+			}
+			if _, err := s.UpdateColumn(ctx, "acme", "items", "extra", projectdata.ColumnUpdate{Name: projectdata.SetTo("more")}); err != nil {
+				return err
+			}
+			name := "Items"
+			if _, err := s.UpdateTable(ctx, "acme", "items", projectdata.TableUpdate{DisplayName: projectdata.SetTo(&name)}); err != nil {
+				return err // not a schema change: rows keep their shape
+			}
+			_, err := s.CreateIndex(ctx, "acme", "items", projectdata.IndexRequest{Columns: []string{"qty"}})
+			return err // nor is an index
+		})
+	})
+	t.Run("TextKeys", func(t *testing.T) {
+		step(t, []wantChange{{"tags", schema, nil}, {"tags", insert, "x"}, {"tags", insert, "y"}}, func() error {
+			_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "tags", Columns: []projectdata.ColumnDef{
+				{Name: "code", Primary: true}, {Name: "label"},
+			}})
+			if err != nil {
+				return err
+			}
+			_, err = s.Insert(ctx, "acme", "tags", []projectdata.Row{{"code": "x"}, {"code": "y", "label": "why"}})
+			return err
+		})
+		step(t, []wantChange{{"tags", update, "y"}}, func() error {
+			_, err := s.UpdateRecords(ctx, "acme", "tags", projectdata.BulkUpdate{Data: projectdata.Row{"label": "y2"}, Where: projectdata.Where{{Column: "code", Op: "=", Value: "y"}}})
+			return err
+		})
+		step(t, []wantChange{{"tags", del, "x"}, {"tags", del, "y"}}, func() error {
+			if _, err := s.DeleteRecord(ctx, "acme", "tags", "x"); err != nil {
+				return err
+			}
+			_, err := s.DeleteRecords(ctx, "acme", "tags", projectdata.BulkDelete{Where: projectdata.Where{{Column: "code", Op: "!=", Value: ""}}})
+			return err
+		})
+	})
+	t.Run("DeleteTable", func(t *testing.T) {
+		step(t, []wantChange{{"items", schema, nil}}, func() error {
+			_, err := s.DeleteTable(ctx, "acme", "items")
+			return err
+		})
+	})
+}
+
+// seedItems creates table items (name, qty) in project acme with n rows.
+func seedItems(t testing.TB, s *projectdata.Store, n int) {
+	t.Helper()
+	_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "items", Columns: []projectdata.ColumnDef{
+		{Name: "name"}, {Name: "qty", Type: "INTEGER"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertItems(t, s, 0, n)
+}
+
+// insertItems inserts rows from..to-1 into items, 10,000 per insert.
+func insertItems(t testing.TB, s *projectdata.Store, from, to int) {
+	t.Helper()
+	for start := from; start < to; start += 10000 {
+		rows := make([]projectdata.Row, 0, 10000)
+		for i := start; i < min(to, start+10000); i++ {
+			rows = append(rows, projectdata.Row{"name": fmt.Sprint("item-", i), "qty": i})
+		}
+		if _, err := s.Insert(ctx, "acme", "items", rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestChangeLogBulkUpdateStreamsCompletely(t *testing.T) {
+	is := is.New(t)
+	n := 100_000
+	if testing.Short() {
+		n = 3_500 // several chunks of 1,000 rows
+	}
+	s, _ := pdtest.NewProject(t, nil)
+	seedItems(t, s, n)
+	from, err := s.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		seen := map[int64]bool{}
+		next := from + 1
+		for c, err := range s.Changes(ctx, "acme", from) {
+			if err != nil {
+				got <- err
+				return
+			}
+			switch {
+			case c.ID != next:
+				got <- fmt.Errorf("change %d after %d", c.ID, next-1)
+				return
+			case c.Op != projectdata.ChangeUpdate || c.Row["qty"] != int64(-1) || seen[c.Key.(int64)]:
+				got <- fmt.Errorf("change %d: %s of %v, row %v", c.ID, c.Op, c.Key, c.Row)
+				return
+			}
+			seen[c.Key.(int64)] = true
+			next++
+			if len(seen) == n {
+				got <- nil
+				return
+			}
+		}
+	}()
+	res, err := s.UpdateRecords(ctx, "acme", "items", projectdata.BulkUpdate{Data: projectdata.Row{"qty": -1}, AllowAll: true})
+	is.NoErr(err)
+	is.Equal(res.AffectedRows, int64(n))
+	is.NoErr(<-got) // every row's update arrived once, in order
+}
+
+func TestFollowChanges(t *testing.T) {
+	t.Run("ResumedFollowerSeesEveryChangeOnce", func(t *testing.T) {
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, nil)
+		seedItems(t, s, 0)
+		const total = 600
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range total / 3 {
+				insertItems(t, s, 3*i, 3*i+3)
+			}
+		}()
+		var after int64 = 1 // the table's schema change
+		seen := map[int64]int{}
+		for round := 0; len(seen) < total; round++ {
+			// Each round follows for a while, then stops, as a killed
+			// client does, and the next resumes from the last id.
+			ctx, cancel := context.WithCancel(ctx)
+			k := 0
+			for c, err := range s.Changes(ctx, "acme", after) {
+				is.NoErr(err)
+				is.Equal(c.ID, after+1) // in order, no gap
+				after = c.ID
+				seen[c.Key.(int64)]++
+				if k++; k == 37 || len(seen) == total {
+					break
+				}
+			}
+			cancel()
+		}
+		<-done
+		for key, n := range seen {
+			if n != 1 {
+				t.Fatalf("row %d seen %d times", key, n)
+			}
+		}
+		is.Equal(len(seen), total)
+	})
+	t.Run("RolledBackChangesNeverAppear", func(t *testing.T) {
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, nil)
+		seedItems(t, s, 3)
+		from, err := s.LastChangeID(ctx, "acme")
+		is.NoErr(err)
+		_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "uniq", Columns: []projectdata.ColumnDef{{Name: "v", Unique: true}}})
+		is.NoErr(err)
+		_, err = s.Insert(ctx, "acme", "uniq", []projectdata.Row{{"v": "a"}, {"v": "b"}, {"v": "a"}})
+		pdtest.Code(t, err, projectdata.ErrUniqueViolation)
+		_, err = s.Insert(ctx, "acme", "uniq", []projectdata.Row{{"v": "c"}})
+		is.NoErr(err)
+		var got []wantChange
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		for c, err := range s.Changes(ctx, "acme", from) {
+			is.NoErr(err)
+			is.Equal(c.ID, from+int64(len(got))+1)
+			got = append(got, wantChange{c.Table, c.Op, c.Key})
+			if len(got) == 2 {
+				break
+			}
+		}
+		is.Equal(got, []wantChange{{"uniq", projectdata.ChangeSchema, nil}, {"uniq", projectdata.ChangeInsert, int64(1)}})
+	})
+	t.Run("TablesFilter", func(t *testing.T) {
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, nil)
+		seedItems(t, s, 2)
+		_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "other"})
+		is.NoErr(err)
+		_, err = s.Insert(ctx, "acme", "other", []projectdata.Row{{}})
+		is.NoErr(err)
+		insertItems(t, s, 2, 3)
+		page, err := s.ListChanges(ctx, "acme", projectdata.ChangeQuery{Tables: []string{"OTHER"}})
+		is.NoErr(err)
+		is.Equal(len(page.Changes), 2) // the schema change and the insert of table other
+		is.Equal(page.NextAfter, int64(6))
+		var ids []int64
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		for c, err := range s.FollowChanges(ctx, "acme", projectdata.ChangeQuery{Tables: []string{"items"}}) {
+			is.NoErr(err)
+			ids = append(ids, c.ID)
+			if len(ids) == 4 {
+				break
+			}
+		}
+		is.Equal(ids, []int64{1, 2, 3, 6})
+		_, err = s.ListChanges(ctx, "acme", projectdata.ChangeQuery{Tables: []string{"bad name"}})
+		pdtest.Code(t, err, projectdata.ErrInvalidTableName)
+	})
+	t.Run("CloseEndsFollowers", func(t *testing.T) {
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, nil)
+		ended := make(chan error)
+		go func() {
+			for _, err := range s.Changes(ctx, "acme", 0) {
+				ended <- err
+				return
+			}
+		}()
+		is.NoErr(s.Close())
+		pdtest.Code(t, <-ended, projectdata.ErrStoreClosed)
+	})
+	t.Run("ReadRoleMayFollow", func(t *testing.T) {
+		s, _ := pdtest.NewProject(t, nil)
+		ctx := pdtest.As(t, s, projectdata.RoleRead)
+		_, err := s.ListChanges(ctx, "acme", projectdata.ChangeQuery{})
+		is.New(t).NoErr(err)
+		_, err = s.ListChanges(ctx, "other", projectdata.ChangeQuery{})
+		pdtest.Code(t, err, projectdata.ErrProjectNotFound)
+	})
+}

@@ -1,0 +1,185 @@
+package projectdata
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/ncruces/go-sqlite3"
+	"github.com/pkg/errors"
+)
+
+// openTestProject returns an open project "acme" with a table t (id, v)
+// and a function counting its rows.
+func openTestProject(t *testing.T) (*project, func() int) {
+	t.Helper()
+	is := is.New(t)
+	// No change log: the tests write rows with SQL of their own.
+	s, err := Open(t.TempDir(), &Options{changeLogOff: true})
+	is.NoErr(err)
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	_, _, err = s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", TableDef{Name: "t", Columns: []ColumnDef{{Name: "v", Type: "INTEGER"}}})
+	is.NoErr(err)
+	p, err := s.acquire(ctx, "acme")
+	is.NoErr(err)
+	t.Cleanup(func() { s.release(p) })
+	count := func() (n int) {
+		err := p.read(ctx, func(c *conn) error {
+			_, err := c.queryRow(`SELECT count(*) FROM t`, nil, func(st *sqlite3.Stmt) error {
+				n = st.ColumnInt(0)
+				return nil
+			})
+			return err
+		})
+		is.NoErr(err)
+		return n
+	}
+	return p, count
+}
+
+func TestWriteAndCancellation(t *testing.T) {
+	t.Run("FinishedWorkCommits", func(t *testing.T) {
+		is := is.New(t)
+		p, count := openTestProject(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		err := p.write(ctx, func(c *conn) error {
+			if err := c.exec(`INSERT INTO t (v) VALUES (1)`); err != nil {
+				return err
+			}
+			cancel() // the request ends after its work, before the commit
+			return nil
+		})
+		is.NoErr(err)
+		is.Equal(count(), 1)
+	})
+	t.Run("InterruptedWorkRollsBackAsCancelled", func(t *testing.T) {
+		// Only writes alone are interrupted: interrupting a statement of a
+		// shared transaction would roll back the other writes in it.
+		is := is.New(t)
+		p, count := openTestProject(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		err := p.writeAlone(ctx, func(c *conn) error {
+			if err := c.exec(`INSERT INTO t (v) VALUES (1)`); err != nil {
+				return err
+			}
+			cancel()
+			return dbError(ctx, c.exec(`INSERT INTO t (v) VALUES (2)`))
+		})
+		is.True(errors.Is(err, context.Canceled))
+		is.Equal(count(), 0)
+	})
+	t.Run("WriterWorksAfterwards", func(t *testing.T) {
+		is := is.New(t)
+		p, count := openTestProject(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := p.write(context.Background(), func(c *conn) error { return nil })
+		is.NoErr(err)
+		err = p.write(ctx, func(c *conn) error { return c.exec(`INSERT INTO t (v) VALUES (1)`) })
+		is.True(errors.Is(err, context.Canceled))
+		err = p.write(context.Background(), func(c *conn) error { return c.exec(`INSERT INTO t (v) VALUES (1)`) })
+		is.NoErr(err)
+		is.Equal(count(), 1)
+	})
+}
+
+// TestStatementCacheKeepsRunningStatements: statements prepared while
+// another is being stepped fill the cache past its bound; the running one
+// is not finalized under its caller.
+func TestStatementCacheKeepsRunningStatements(t *testing.T) {
+	is := is.New(t)
+	p, _ := openTestProject(t)
+	err := p.write(context.Background(), func(c *conn) error {
+		for v := range 3 {
+			if err := c.exec(`INSERT INTO t (v) VALUES (?)`, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	is.NoErr(err)
+	err = p.read(context.Background(), func(c *conn) error {
+		rows := 0
+		err := c.query(`SELECT v FROM t ORDER BY v`, nil, func(st *sqlite3.Stmt) error {
+			is.Equal(st.ColumnInt(0), rows)
+			rows++
+			for i := range maxCachedStmts + 1 {
+				if _, err := c.queryRow(fmt.Sprintf(`SELECT %d`, i), nil, func(*sqlite3.Stmt) error { return nil }); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		is.Equal(rows, 3)
+		is.True(len(c.stmts) <= maxCachedStmts+1)
+		return err
+	})
+	is.NoErr(err)
+}
+
+// TestOneOffSQLIsNotCached: explaining a unique violation runs SQL of its
+// own, which does not take a place in the statement cache.
+func TestOneOffSQLIsNotCached(t *testing.T) {
+	is := is.New(t)
+	s, err := Open(t.TempDir(), nil)
+	is.NoErr(err)
+	defer s.Close()
+	ctx := context.Background()
+	_, _, err = s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", TableDef{Name: "t", Columns: []ColumnDef{{Name: "k", Unique: true}}})
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "t", []Row{{"k": "a"}, {"k": "a"}})
+	is.True(errors.Is(err, ErrUniqueViolation))
+	is.True(strings.Contains(err.Error(), `column "k" value "a" already exists`)) // the explanation ran
+	p, err := s.acquire(ctx, "acme")
+	is.NoErr(err)
+	defer s.release(p)
+	err = p.write(ctx, func(c *conn) error { // holding the writer: the log's pruning uses it too
+		for sql := range c.stmts {
+			is.True(!strings.Contains(sql, "LIMIT 1")) // the explanation's statement
+		}
+		return nil
+	})
+	is.NoErr(err)
+}
+
+// TestRolledBackRegistryIsNotCached: a registry read while a schema write
+// is under way is never cached; that write may roll back, and the next
+// one that commits raises the version to the same number.
+func TestRolledBackRegistryIsNotCached(t *testing.T) {
+	is := is.New(t)
+	s, err := Open(t.TempDir(), nil)
+	is.NoErr(err)
+	defer s.Close()
+	ctx := context.Background()
+	_, _, err = s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	p, err := s.acquire(ctx, "acme")
+	is.NoErr(err)
+	err = p.writeSchema(ctx, func(c *conn, _ *schema) error {
+		if err := c.db.Exec(`CREATE TABLE ghost (id INTEGER PRIMARY KEY)`); err != nil {
+			return err
+		}
+		if err := c.exec(`INSERT INTO _pd_tables (name, created_at, updated_at) VALUES ('ghost', '', '')`); err != nil {
+			return err
+		}
+		if _, err := p.schemaFor(c); err != nil {
+			return err
+		}
+		return errors.New("roll back")
+	})
+	is.True(err != nil)
+	s.release(p)
+	_, _, err = s.CreateTable(ctx, "acme", TableDef{Name: "real"})
+	is.NoErr(err)
+	_, err = s.GetTable(ctx, "acme", "real")
+	is.NoErr(err)
+	_, err = s.GetTable(ctx, "acme", "ghost")
+	is.True(errors.Is(err, ErrTableNotFound))
+}

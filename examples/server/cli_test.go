@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/httpapi"
+)
+
+// TestMain lets the tests run the server as a separate process: the test
+// binary runs main when told so by the environment.
+func TestMain(m *testing.M) {
+	if os.Getenv("PROJECTDATA_TEST_RUN_SERVER") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// serverCmd is the server run as its own process with args.
+func serverCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "PROJECTDATA_TEST_RUN_SERVER=1")
+	return cmd
+}
+
+// runServerCmd runs the server process to its end and returns its output
+// and exit status.
+func runServerCmd(t *testing.T, args ...string) (stdout, stderr string, status int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := serverCmd(args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+}
+
+func TestHelpListsEveryCommandAndExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			is := is.New(t)
+			out, errOut, status := runServerCmd(t, args...)
+			is.Equal(status, 0)
+			is.Equal(errOut, "")
+			for _, c := range commands {
+				is.True(strings.Contains(out, "  server "+c.name)) // every command listed
+			}
+		})
+	}
+	t.Run("CommandHelp", func(t *testing.T) {
+		is := is.New(t)
+		for _, args := range [][]string{{"serve", "-h"}, {"help", "serve"}} {
+			out, _, status := runServerCmd(t, args...)
+			is.Equal(status, 0)
+			is.True(strings.HasPrefix(out, "usage: server serve "))
+			is.True(strings.Contains(out, "-metrics"))
+		}
+		out, _, status := runServerCmd(t, "token", "revoke", "--help")
+		is.Equal(status, 0)
+		is.True(strings.Contains(out, "usage: server token revoke [-data DIR] SLUG TOKEN_ID"))
+	})
+}
+
+func TestUsageErrorsAreReportedOnce(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"serve", "-bogus"}, "-bogus"},
+		{[]string{"-bogus"}, "-bogus"},
+		{[]string{"token", "list", "-data"}, "-data"},
+		{[]string{"token", "revoke", "acme"}, "usage: server token revoke"},
+		{[]string{"frobnicate"}, "frobnicate"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			is := is.New(t)
+			out, errOut, status := runServerCmd(t, c.args...)
+			is.Equal(status, 2)
+			is.Equal(out, "")
+			is.Equal(strings.Count(errOut, c.says), 1) // once, not by flag and again by main
+			is.Equal(strings.Count(errOut, "\n"), 1)
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	is := is.New(t)
+	var out bytes.Buffer
+	is.NoErr(run(context.Background(), []string{"version"}, &out, io.Discard))
+	is.True(strings.Contains(out.String(), "go       go1."))
+
+	text := versionText(&debug.BuildInfo{
+		GoVersion: "go1.26.8",
+		Main:      debug.Module{Path: "github.com/projectdata/projectdata", Version: "v0.3.0"},
+		Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "9abda26c0ffee"},
+			{Key: "vcs.time", Value: "2026-11-22T20:29:37Z"},
+			{Key: "vcs.modified", Value: "true"},
+		},
+	})
+	is.Equal(text, "server v0.3.0\nmodule   github.com/projectdata/projectdata\nrevision 9abda26c0ffee (2026-11-22T20:29:37Z, modified)\ngo       go1.26.8\n")
+	text = versionText(&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/projectdata/projectdata", Version: "(devel)"}})
+	is.True(strings.Contains(text, "revision unknown (built without VCS information)\n"))
+}
+
+func TestCommandsOtherThanServeCreateNoDataFolder(t *testing.T) {
+	for _, args := range [][]string{
+		{"project", "list"},
+		{"project", "create", "acme"},
+		{"token", "create", "acme"},
+		{"token", "list", "acme"},
+		{"token", "revoke", "acme", "1"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			is := is.New(t)
+			dir := filepath.Join(t.TempDir(), "data")
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), append(args, "-data", dir), &out, &errOut)
+			is.True(err != nil)
+			is.True(strings.Contains(err.Error(), "does not exist"))
+			is.Equal(out.Len(), 0)
+			_, err = os.Stat(dir)
+			is.True(os.IsNotExist(err)) // not created
+		})
+	}
+}
+
+func TestProjectAndTokenLists(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	cli := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		is.NoErr(run(ctx, append(args, "-data", dir), &out, io.Discard))
+		return out.String()
+	}
+	admin := cli("project", "create", "-name", "Acme Inc", "acme")
+	cli("project", "create", "beta")
+	reader := cli("token", "create", "-role", "read", "-name", "ci", "acme")
+
+	projects := strings.Split(strings.TrimSpace(cli("project", "list")), "\n")
+	is.Equal(len(projects), 3)
+	is.Equal(strings.Fields(projects[0]), []string{"SLUG", "NAME", "CREATED"})
+	is.True(strings.HasPrefix(projects[1], "acme  "))
+	is.True(strings.Contains(projects[1], "Acme Inc"))
+	is.True(strings.HasPrefix(projects[2], "beta  "))
+
+	list := cli("token", "list", "acme")
+	is.True(!strings.Contains(list, "pat_")) // never a secret
+	is.True(!strings.Contains(list, strings.TrimSpace(admin)[4:12]))
+	lines := strings.Split(strings.TrimSpace(list), "\n")
+	is.Equal(len(lines), 3)
+	is.Equal(strings.Fields(lines[0]), []string{"ID", "NAME", "ROLE", "CREATED", "EXPIRES", "REVOKED", "LAST_USED"})
+	ci := strings.Fields(lines[2])
+	is.Equal(ci[0:3], []string{"2", "ci", "read"})
+	is.Equal(ci[5], "-") // not revoked
+
+	out := cli("token", "revoke", "acme", "2")
+	is.True(strings.HasPrefix(out, "revoked token 2 (ci, read) at "))
+	ci = strings.Fields(strings.Split(strings.TrimSpace(cli("token", "list", "acme")), "\n")[2])
+	is.True(ci[5] != "-")
+	_ = reader
+
+	var errOut bytes.Buffer
+	err := run(ctx, []string{"token", "revoke", "-data", dir, "acme", "99"}, io.Discard, &errOut)
+	is.True(errors.Is(err, projectdata.ErrTokenNotFound))
+	err = run(ctx, []string{"token", "list", "-data", dir, "nope"}, io.Discard, &errOut)
+	is.True(errors.Is(err, projectdata.ErrProjectNotFound))
+}
+
+// freeAddr returns a loopback address no one listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startServer starts the server process and returns the first line it
+// prints on stdout; the process is stopped (SIGTERM) at the end of the test.
+func startServer(t *testing.T, args ...string) (cmd *exec.Cmd, stdout *bufio.Reader) {
+	t.Helper()
+	cmd = serverCmd(args...)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	return cmd, bufio.NewReader(pipe)
+}
+
+// waitUp waits until the server at addr answers its health check.
+func waitUp(t *testing.T, addr string) {
+	t.Helper()
+	for range 500 {
+		res, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the server did not come up")
+}
+
+func get(t *testing.T, url, token string) int {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+func TestFirstStartTokenPrintedAfterBind(t *testing.T) {
+	t.Run("PrintedOnceTheListenerIsBound", func(t *testing.T) {
+		is := is.New(t)
+		addr := freeAddr(t)
+		_, stdout := startServer(t, "-addr", addr, "-data", filepath.Join(t.TempDir(), "data"))
+		line, err := stdout.ReadString('\n')
+		is.NoErr(err)
+		is.Equal(line, "created project demo; its admin token (shown once):\n")
+		token, err := stdout.ReadString('\n')
+		is.NoErr(err)
+		is.True(tokenLine.MatchString(token))
+		c, err := net.Dial("tcp", addr) // bound before the token was printed
+		is.NoErr(err)
+		c.Close()
+	})
+	t.Run("NotPrintedWhenBindingFails", func(t *testing.T) {
+		is := is.New(t)
+		taken, err := net.Listen("tcp", "127.0.0.1:0")
+		is.NoErr(err)
+		defer taken.Close()
+		data := filepath.Join(t.TempDir(), "data")
+		out, errOut, status := runServerCmd(t, "-addr", taken.Addr().String(), "-data", data)
+		is.Equal(status, 1)
+		is.Equal(out, "")
+		is.True(strings.Contains(errOut, "address already in use"))
+		_, err = os.Stat(data)
+		is.True(os.IsNotExist(err)) // no data folder, no project demo
+	})
+}
+
+func TestRevokedTokenRefusedByRunningServer(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	_, stdout := startServer(t, "-addr", addr, "-data", dir)
+	stdout.ReadString('\n')
+	admin, err := stdout.ReadString('\n')
+	is.NoErr(err)
+	admin = strings.TrimSpace(admin)
+	waitUp(t, addr)
+
+	var out bytes.Buffer
+	is.NoErr(run(context.Background(), []string{"token", "create", "-data", dir, "-role", "read", "demo"}, &out, io.Discard))
+	reader := strings.TrimSpace(out.String())
+	is.Equal(get(t, "http://"+addr+"/projects/demo", reader), 200)
+
+	// Revoked by this process while the server process runs on the folder.
+	out.Reset()
+	is.NoErr(run(context.Background(), []string{"token", "revoke", "-data", dir, "demo", "2"}, &out, io.Discard))
+	deadline := time.Now().Add(time.Second) // CONTRACT §15: refused within 1 s
+	for get(t, "http://"+addr+"/projects/demo", reader) != 401 {
+		if time.Now().After(deadline) {
+			t.Fatal("the running server still accepts the revoked token after 1 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	is.Equal(get(t, "http://"+addr+"/projects/demo", admin), 200) // other tokens still work
+}
+
+func TestServeMetricsFlag(t *testing.T) {
+	for _, c := range []struct {
+		flag string
+		want int
+	}{{"", 200}, {"-metrics=false", 404}} {
+		t.Run("Metrics"+c.flag, func(t *testing.T) {
+			is := is.New(t)
+			addr := freeAddr(t)
+			args := []string{"serve", "-addr", addr, "-data", t.TempDir()}
+			if c.flag != "" {
+				args = append(args, c.flag)
+			}
+			startServer(t, args...)
+			waitUp(t, addr)
+			is.Equal(get(t, "http://"+addr+"/metrics", ""), c.want)
+		})
+	}
+}
+
+// TestVersionOfABuiltBinary builds the server as a user would and checks
+// that version reports the checked-out revision.
+func TestVersionOfABuiltBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the server; run without -short")
+	}
+	is := is.New(t)
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	top, err2 := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil || err2 != nil {
+		t.Skip("not in a git checkout")
+	}
+	if info, err := os.Stat(filepath.Join(strings.TrimSpace(string(top)), ".git")); err != nil || !info.IsDir() {
+		t.Skip("a git worktree: the go command stamps VCS information only in a checkout whose .git is a folder")
+	}
+	bin := filepath.Join(t.TempDir(), "server")
+	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	is.NoErr(build.Run())
+	out, err := exec.Command(bin, "version").Output()
+	is.NoErr(err)
+	is.True(strings.Contains(string(out), "revision "+strings.TrimSpace(string(head))))
+	is.True(strings.Contains(string(out), "module   github.com/projectdata/projectdata\n"))
+}
+
+func TestShutdownTurnsHealthCheck503(t *testing.T) {
+	is := is.New(t)
+	store, err := projectdata.Open(t.TempDir(), nil)
+	is.NoErr(err)
+	defer store.Close()
+	h := httpapi.New(store, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- runServer(ctx, ln, h, slog.New(slog.DiscardHandler), defaultLimits) }()
+	waitUp(t, ln.Addr().String())
+	cancel() // as SIGTERM would
+	is.NoErr(<-served)
+
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	is.Equal(rec.Code, 503) // the store is still open, but the server is shutting down
+}

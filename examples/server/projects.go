@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/projectdata/projectdata"
+)
+
+// openExisting opens the Store over a data folder that must exist: only
+// serve creates one.
+func openExisting(dir string) (*projectdata.Store, error) {
+	info, err := os.Stat(dir)
+	switch {
+	case os.IsNotExist(err):
+		return nil, fmt.Errorf("data folder %s does not exist (serve creates it; or pass -data)", dir)
+	case err != nil:
+		return nil, err
+	case !info.IsDir():
+		return nil, fmt.Errorf("data folder %s is not a folder", dir)
+	}
+	return projectdata.Open(dir, nil)
+}
+
+func projectCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("project create")
+	data := fs.String("data", defaultDataDir, "data folder")
+	name := fs.String("name", "", "display name (default: the slug)")
+	rest, err := parseFlags(fs, args, 1, stdout)
+	if err != nil {
+		return err
+	}
+	store, err := openExisting(*data)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	_, tok, err := store.CreateProject(ctx, rest[0], *name)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, tok.Token)
+	return err
+}
+
+// projectList prints one line per project: slug, name, creation time.
+func projectList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("project list")
+	data := fs.String("data", defaultDataDir, "data folder")
+	if _, err := parseFlags(fs, args, 0, stdout); err != nil {
+		return err
+	}
+	store, err := openExisting(*data)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	projects, err := store.ListProjects(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SLUG\tNAME\tCREATED")
+	for _, p := range projects {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Slug, p.Name, p.CreatedAt)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,212 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	pd "github.com/projectdata/projectdata"
+)
+
+// changeQuery reads the after, tables and limit parameters of the change
+// routes.
+func changeQuery(q url.Values) (pd.ChangeQuery, error) {
+	var cq pd.ChangeQuery
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return cq, errorf(pd.ErrInvalidRequest, "after must be a change id, 0 or more")
+		}
+		cq.After = n
+	}
+	if v := q.Get("tables"); v != "" {
+		cq.Tables = strings.Split(v, ",")
+	}
+	var offset int
+	if err := queryPage(q, &cq.Limit, &offset); err != nil {
+		return cq, err
+	}
+	return cq, nil
+}
+
+func (h *Handler) listChanges(r *http.Request, ps httprouter.Params) (int, any, error) {
+	cq, err := changeQuery(r.URL.Query())
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := h.store.ListChanges(r.Context(), ps.ByName("project"), cq)
+	return http.StatusOK, page, err
+}
+
+// streamChanges serves the change log as Server-Sent Events (CONTRACT
+// §12): one event per change, id = change id, event = op, data = the
+// change. It starts after Last-Event-ID, else ?after=, else now. Errors
+// found before the stream starts answer with the envelope; later ones end
+// the stream with an "error" event.
+func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	slug := ps.ByName("project")
+	cq, err := changeQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	switch last := r.Header.Get("Last-Event-ID"); {
+	case last != "":
+		n, err := strconv.ParseInt(strings.TrimSpace(last), 10, 64)
+		if err != nil || n < 0 {
+			return errorf(pd.ErrInvalidRequest, "Last-Event-ID must be a change id")
+		}
+		cq.After = n
+	case !r.URL.Query().Has("after"):
+		if cq.After, err = h.store.LastChangeID(ctx, slug); err != nil {
+			return err
+		}
+	}
+	// Refuse an expired resume point with the envelope, before the stream.
+	if _, err := h.store.ListChanges(ctx, slug, pd.ChangeQuery{After: cq.After, Limit: 1}); err != nil {
+		return err
+	}
+	select {
+	case <-h.streamsDone:
+		return errorf(pd.ErrServerBusy, "the server is shutting down")
+	default:
+	}
+
+	changes := make(chan pd.Change, 64)
+	failed := make(chan error, 1)
+	go func() {
+		defer close(changes)
+		for c, err := range h.store.FollowChanges(ctx, slug, cq) {
+			if err != nil {
+				failed <- err
+				return
+			}
+			select {
+			case changes <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	out := &eventWriter{w: w, rc: http.NewResponseController(w), timeout: h.opts.StreamWriteTimeout}
+	if !out.flush() {
+		return nil
+	}
+	ping := time.NewTicker(h.opts.StreamPing)
+	defer ping.Stop()
+	for {
+		select {
+		case c, ok := <-changes:
+			if !ok {
+				select {
+				case err := <-failed:
+					out.error(h, r, err)
+				default:
+				}
+				return nil
+			}
+			// Send what is queued in one write.
+			for more := true; more; {
+				if !out.change(c) {
+					return nil
+				}
+				select {
+				case c, more = <-changes:
+				default:
+					more = false
+				}
+			}
+			if !out.flush() {
+				return nil
+			}
+		case <-ping.C:
+			out.buf = append(out.buf, ": ping\n\n"...)
+			if !out.flush() {
+				return nil
+			}
+		case <-h.streamsDone:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// eventWriter writes Server-Sent Events, each write under a deadline: a
+// client that does not take its events in time is dropped (it resumes with
+// Last-Event-ID).
+type eventWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     []byte
+	failed  bool
+}
+
+// change appends one change event; false when it cannot be encoded.
+func (e *eventWriter) change(c pd.Change) bool {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return false
+	}
+	e.buf = append(e.buf, "id: "...)
+	e.buf = strconv.AppendInt(e.buf, c.ID, 10)
+	e.buf = append(e.buf, "\nevent: "...)
+	e.buf = append(e.buf, c.Op...)
+	e.buf = append(e.buf, "\ndata: "...)
+	e.buf = append(e.buf, data...)
+	e.buf = append(e.buf, "\n\n"...)
+	return true
+}
+
+// error writes a final "error" event with the error's code and message.
+func (e *eventWriter) error(h *Handler, r *http.Request, err error) {
+	code, msg := pd.ErrorCode(err), err.Error()
+	if _, known := statusOf[code]; !known || code == pd.ErrInternal {
+		h.log.Error("change stream", "path", r.URL.Path, "err", err)
+		code, msg = pd.ErrInternal, "internal error"
+	}
+	data, _ := json.Marshal(errorBody{Code: code, Message: msg})
+	e.buf = append(e.buf, "event: error\ndata: "...)
+	e.buf = append(e.buf, data...)
+	e.buf = append(e.buf, "\n\n"...)
+	e.flush()
+}
+
+// flush writes and flushes the buffered events; false when the client is
+// gone or too slow.
+func (e *eventWriter) flush() bool {
+	if e.failed {
+		return false
+	}
+	if err := e.rc.SetWriteDeadline(time.Now().Add(e.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		e.failed = true
+		return false
+	}
+	if len(e.buf) > 0 {
+		if _, err := e.w.Write(e.buf); err != nil {
+			e.failed = true
+			return false
+		}
+		e.buf = e.buf[:0]
+	}
+	if err := e.rc.Flush(); err != nil {
+		e.failed = true
+		return false
+	}
+	return true
+}

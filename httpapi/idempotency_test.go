@@ -1,0 +1,251 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// idemAPI is an api whose data folder is known, with table items (id,
+// sku TEXT UNIQUE, qty INTEGER) holding rows 1 (sku a) and 2 (sku b), an
+// index items_qty and a ready export; readID is the read token's id.
+func idemAPI(t *testing.T) (a *api, dir string, readID int64) {
+	t.Helper()
+	clock := pdtest.NewClock(time.Date(2026, 11, 21, 14, 5, 9, 123e6, time.UTC))
+	s, dir := pdtest.Open(t, &projectdata.Options{Now: clock.Now})
+	_, admin, err := s.CreateProject(ctx, "acme", "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = &api{t: t, store: s, admin: admin.Token, clock: clock}
+	for _, r := range []struct {
+		role projectdata.Role
+		dst  *string
+	}{{projectdata.RoleWrite, &a.write}, {projectdata.RoleRead, &a.read}} {
+		tok, err := s.CreateToken(ctx, "acme", projectdata.NewToken{Role: r.role, Name: string(r.role)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		*r.dst, readID = tok.Token, tok.TokenID
+	}
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "items", Columns: []projectdata.ColumnDef{
+		{Name: "sku", Unique: true}, {Name: "qty", Type: "INTEGER"},
+	}})
+	if err == nil {
+		_, err = s.Insert(ctx, "acme", "items", []projectdata.Row{{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}})
+	}
+	if err == nil {
+		_, err = s.CreateIndex(ctx, "acme", "items", projectdata.IndexRequest{Columns: []string{"qty"}, IndexName: "items_qty"})
+	}
+	if err == nil {
+		_, err = s.CreateExport(ctx, "acme", "items", "csv")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.h = httpapi.New(s, &httpapi.Options{Now: clock.Now})
+	return a, dir, readID
+}
+
+// comparable returns a response body with its request id and generation
+// time blanked: what a replay must repeat byte for byte.
+func comparable(r response) string {
+	b := strings.Replace(string(r.Body), `"request_id":"`+r.Env.RequestID+`"`, `"request_id":"REQ"`, 1)
+	return strings.Replace(b, `"generated_at":"`+r.Env.Meta.GeneratedAt+`"`, `"generated_at":"AT"`, 1)
+}
+
+// TestIdempotencyEveryWriteRoute sends every write route twice with one
+// key: the second answer is the first again (status and body), marked
+// Idempotent-Replayed, and it commits nothing.
+func TestIdempotencyEveryWriteRoute(t *testing.T) {
+	routes := []struct {
+		method, path, body string
+		admin              bool
+		status             int
+	}{
+		{"PATCH", "/projects/acme", `{"project_name":"Acme 2"}`, true, 200},
+		{"DELETE", "/projects/acme/auth/tokens/{read}", "", true, 200},
+		{"POST", "/projects/acme/table", `{"table_name":"t2","columns":[{"column_name":"n","column_type":"INTEGER"}]}`, true, 201},
+		{"PATCH", "/projects/acme/table/items", `{"display_name":"Items"}`, true, 200},
+		{"DELETE", "/projects/acme/table/items", "", true, 200},
+		{"POST", "/projects/acme/column/items", `{"column_name":"note"}`, true, 201},
+		{"PATCH", "/projects/acme/column/items/qty", `{"default_value":5}`, true, 200},
+		{"POST", "/projects/acme/records/items", `[{"sku":"z","qty":9007199254740993},{"sku":"y"}]`, false, 201},
+		{"DELETE", "/projects/acme/records/items/1", "", false, 200},
+		{"PATCH", "/projects/acme/records/items", `{"data":{"qty":9},"where":{"sku":"a"}}`, false, 200},
+		{"PATCH", "/projects/acme/records/items/1", `{"qty":8}`, false, 200},
+		{"DELETE", "/projects/acme/records/items", `{"where":[{"column":"qty","op":"<","value":5}]}`, false, 200},
+		{"POST", "/projects/acme/indexes/items", `{"columns":["sku","qty"]}`, true, 201},
+		{"DELETE", "/projects/acme/indexes/items/items_qty", "", true, 200},
+		{"POST", "/projects/acme/exports", `{"table":"items","format":"csv"}`, false, 201},
+		{"POST", "/projects/acme/exports", `{"kind":"project_export"}`, true, 201},
+		{"DELETE", "/projects/acme/exports/not-found", "", true, 200},
+		// An error is an answer too: a unique violation replays as itself.
+		{"POST", "/projects/acme/records/items", `{"sku":"a"}`, false, 409},
+	}
+	for _, rt := range routes {
+		t.Run(rt.method+" "+rt.path+" "+strconv.Itoa(rt.status), func(t *testing.T) {
+			is := is.New(t)
+			a, dir, readID := idemAPI(t)
+			path := strings.Replace(rt.path, "{read}", strconv.FormatInt(readID, 10), 1)
+			token := a.write
+			if rt.admin {
+				token = a.admin
+			}
+			code := ""
+			if rt.status == 409 {
+				code = "unique_violation"
+			}
+			first := a.must(a.do(rt.method, path, token, rt.body, "Idempotency-Key", "key-1"), rt.status, code)
+			is.Equal(first.Header.Get("Idempotent-Replayed"), "")
+
+			raw := pdtest.Raw(t, dir, "acme")
+			version := func() int {
+				st, _, err := raw.Prepare(`PRAGMA data_version`)
+				is.NoErr(err)
+				defer st.Close()
+				st.Step()
+				return st.ColumnInt(0)
+			}
+			before := version()
+			a.clock.Advance(time.Second)                                                 // a second run would show a new updated_at
+			again := a.do(rt.method, path, token, rt.body, "Idempotency-Key", `"key-1"`) // the same key, quoted
+			is.Equal(again.Status, first.Status)
+			is.Equal(again.Header.Get("Idempotent-Replayed"), "true")
+			is.True(again.Env.RequestID != first.Env.RequestID)
+			is.Equal(comparable(again), comparable(first)) // byte for byte but request_id and meta
+			is.Equal(version(), before)                    // the replay committed nothing
+
+			if rt.body != "" { // the same key with another body
+				other := rt.body[:len(rt.body)-1] + " " + rt.body[len(rt.body)-1:]
+				a.must(a.do(rt.method, path, token, other, "Idempotency-Key", "key-1"), 422, "idempotency_key_reused")
+			}
+		})
+	}
+}
+
+func TestIdempotencyHeaderOnOtherRoutes(t *testing.T) {
+	a, _, _ := idemAPI(t)
+	t.Run("InvalidKeyIsRefusedEverywhere", func(t *testing.T) {
+		for _, key := range []string{strings.Repeat("k", 256), `"open`, "caf\xc3\xa9"} {
+			a.must(a.do("GET", "/projects/acme", a.read, "", "Idempotency-Key", key), 400, "invalid_idempotency_key")
+			a.must(a.do("POST", "/projects/acme/records/items", a.write, `{"sku":"k"}`, "Idempotency-Key", key), 400, "invalid_idempotency_key")
+		}
+	})
+	t.Run("ReadsRunAfreshAndStoreNothing", func(t *testing.T) {
+		is := is.New(t)
+		for range 2 {
+			res := a.must(a.do("GET", "/projects/acme/records/items/1", a.read, "", "Idempotency-Key", "read-key"), 200, "")
+			is.Equal(res.Header.Get("Idempotent-Replayed"), "")
+			res = a.must(a.do("POST", "/projects/acme/query", a.read, `{"sql":"SELECT count(*) AS n FROM items"}`, "Idempotency-Key", "read-key"), 200, "")
+			is.Equal(res.Header.Get("Idempotent-Replayed"), "")
+		}
+		a.must(a.do("POST", "/projects/acme/records/items", a.write, `{"sku":"r"}`, "Idempotency-Key", "read-key"), 201, "")
+		res := a.must(a.do("POST", "/projects/acme/query", a.read, `{"sql":"SELECT count(*) AS n FROM items"}`, "Idempotency-Key", "read-key"), 200, "")
+		is.Equal(string(res.data()["rows"].([]any)[0].(map[string]any)["n"].(json.Number)), "3") // the query saw the new row
+	})
+	t.Run("TokenCreationRefusesIt", func(t *testing.T) {
+		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"token_name":"x"}`, "Idempotency-Key", "tok"), 400, "invalid_request")
+	})
+	t.Run("ScopedPerToken", func(t *testing.T) {
+		is := is.New(t)
+		first := a.must(a.do("POST", "/projects/acme/records/items", a.write, `{"qty":7}`, "Idempotency-Key", "shared"), 201, "")
+		other := a.must(a.do("POST", "/projects/acme/records/items", a.admin, `{"qty":7}`, "Idempotency-Key", "shared"), 201, "")
+		is.Equal(other.Header.Get("Idempotent-Replayed"), "")
+		is.True(string(other.Env.Data) != string(first.Env.Data)) // another row
+	})
+	t.Run("SamePathOtherMethodIsReuse", func(t *testing.T) {
+		body := `{"where":{"sku":"b"}}` // no data: the Store refuses it, and stores that answer
+		a.must(a.do("PATCH", "/projects/acme/records/items", a.write, body, "Idempotency-Key", "m"), 400, "invalid_request")
+		a.must(a.do("DELETE", "/projects/acme/records/items", a.write, body, "Idempotency-Key", "m"), 422, "idempotency_key_reused")
+	})
+}
+
+// TestIdempotencyInFlightOverHTTP holds a keyed DELETE open while its body
+// is still arriving (the fingerprint reads the whole body): a duplicate
+// meanwhile is 409, and once the first finishes the duplicate replays it.
+func TestIdempotencyInFlightOverHTTP(t *testing.T) {
+	is := is.New(t)
+	a, dir, _ := idemAPI(t)
+	// reading tells when the first request's body is first read: by then
+	// its key is in flight (only the fingerprint reads a DELETE's body).
+	reading := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 {
+			r.Body = &signallingBody{ReadCloser: r.Body, reading: reading}
+		}
+		a.h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	send := func(body io.Reader) (*http.Response, []byte) {
+		req, err := http.NewRequest("DELETE", srv.URL+"/projects/acme/records/items/1", body)
+		is.NoErr(err)
+		req.Header.Set("Authorization", "Bearer "+a.write)
+		req.Header.Set("Idempotency-Key", "slow")
+		res, err := http.DefaultClient.Do(req)
+		is.NoErr(err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		is.NoErr(err)
+		return res, b
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close() // a failed check still ends the first request
+	type answer struct {
+		res  *http.Response
+		body []byte
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, body := send(pr)
+		done <- answer{res, body}
+	}()
+	_, err := pw.Write([]byte(" "))
+	is.NoErr(err)
+	<-reading
+	res, body := send(nil)
+	is.Equal(res.StatusCode, 409)
+	is.True(strings.Contains(string(body), `"idempotency_key_in_flight"`))
+	pw.Close()
+	first := <-done
+	is.Equal(first.res.StatusCode, 200)
+	res, body = send(nil)
+	is.Equal(res.StatusCode, 422) // the first request had a body (" "), this one none
+	_ = body
+	is.Equal(countItems(t, dir), 1)
+}
+
+func countItems(t *testing.T, dir string) int {
+	raw := pdtest.Raw(t, dir, "acme")
+	st, _, err := raw.Prepare(`SELECT count(*) FROM items`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	st.Step()
+	return st.ColumnInt(0)
+}
+
+// signallingBody is a request body that signals its first read.
+type signallingBody struct {
+	io.ReadCloser
+	reading chan<- struct{}
+	once    sync.Once
+}
+
+func (b *signallingBody) Read(p []byte) (int, error) {
+	b.once.Do(func() { b.reading <- struct{}{} })
+	return b.ReadCloser.Read(p)
+}

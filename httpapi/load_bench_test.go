@@ -1,0 +1,383 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// The load benchmark measures the API over loopback HTTP with keep-alive
+// clients against a bare net/http handler that writes a fixed JSON
+// envelope, in the same run, and reports each workload as a ratio to it:
+//
+//	go test ./httpapi -run '^$' -bench Load -benchtime 2s -load.rounds 3
+//
+// The machine may be shared, so each workload is measured in turns with
+// its reference over the same stretch of time (ten alternating slices):
+// x_bare is the ratio to the bare handler measured in those turns, x_raw
+// the batch rate as a ratio to the raw driver's in-process insert of the
+// same rows (one transaction, one prepared statement). p99_ms is the 99th
+// percentile latency of single-row creates with 16 clients. ns/op counts
+// both sides of a pair. The last sub-benchmark reports the
+// process's resident memory after the run (server and clients).
+
+var loadRounds = flag.Int("load.rounds", 1, "rounds of the load benchmark's workloads")
+
+// loadClients is how many clients send requests at once.
+const loadClients = 16
+
+// loadRows is the rows of the table the reads use.
+const loadRows = 10000
+
+// loadBatch is the rows of one batch insert.
+const loadBatch = 1000
+
+// loadEnvelope is what the bare handler writes: the size and shape of a
+// read-by-id answer.
+var loadEnvelope = []byte(`{"ok":true,"data":{"row":{"id":42,"name":"item 41","note":"seed","price":1.5,"qty":41},"table":"items"},"error":null,"request_id":"req_0123456789abcdef01234567","meta":{"generated_at":"2026-11-21T14:05:09.123Z"}}` + "\n")
+
+// loadEnv is the API with a seeded table, a bare handler, the raw
+// driver's connection for the batch twin, and one keep-alive client.
+type loadEnv struct {
+	api, bare string
+	apiSolo   string // the API with MaxWriteGroup 1
+	token     string
+	soloToken string
+	client    *http.Client
+	raw       *sqlite3.Conn
+	rawInsert *sqlite3.Stmt
+	batch     []byte // a batch insert body
+	batchRows [][]any
+}
+
+func newLoadEnv(b *testing.B) *loadEnv {
+	b.Helper()
+	store, admin := pdtest.NewProject(b, nil)
+	_, _, err := store.CreateTable(ctx, "acme", projectdata.TableDef{Name: "items", Columns: []projectdata.ColumnDef{
+		{Name: "name"}, {Name: "qty", Type: "INTEGER"}, {Name: "price", Type: "REAL"}, {Name: "note"},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < loadRows; i += 1000 {
+		rows := make([]projectdata.Row, 1000)
+		for j := range rows {
+			rows[j] = projectdata.Row{"name": fmt.Sprintf("item %d", i+j), "qty": i + j, "price": 1.5, "note": "seed"}
+		}
+		if _, err := store.Insert(ctx, "acme", "items", rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	api := httptest.NewServer(httpapi.New(store, nil))
+	b.Cleanup(api.Close)
+	// The same API without group commit: every write its own transaction.
+	solo, soloAdmin := pdtest.NewProject(b, &projectdata.Options{MaxWriteGroup: 1})
+	if _, _, err := solo.CreateTable(ctx, "acme", projectdata.TableDef{Name: "items", Columns: []projectdata.ColumnDef{
+		{Name: "name"}, {Name: "qty", Type: "INTEGER"}, {Name: "price", Type: "REAL"}, {Name: "note"},
+	}}); err != nil {
+		b.Fatal(err)
+	}
+	apiSolo := httptest.NewServer(httpapi.New(solo, nil))
+	b.Cleanup(apiSolo.Close)
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("X-Request-Id", "req_0123456789abcdef01234567")
+		w.Write(loadEnvelope)
+	}))
+	b.Cleanup(bare.Close)
+	tr := &http.Transport{MaxIdleConns: 2 * loadClients, MaxIdleConnsPerHost: 2 * loadClients}
+	b.Cleanup(tr.CloseIdleConnections)
+
+	env := &loadEnv{api: api.URL, apiSolo: apiSolo.URL, bare: bare.URL, token: admin, soloToken: soloAdmin, client: &http.Client{Transport: tr}}
+	var body strings.Builder
+	body.WriteString("[")
+	for j := range loadBatch {
+		if j > 0 {
+			body.WriteString(",")
+		}
+		fmt.Fprintf(&body, `{"name":"item %d","qty":%d,"price":%d.25,"note":"bench"}`, j, j, j)
+		env.batchRows = append(env.batchRows, []any{fmt.Sprintf("item %d", j), int64(j), float64(j) + 0.25, "bench"})
+	}
+	body.WriteString("]")
+	env.batch = []byte(body.String())
+
+	env.raw, err = sqlite3.Open(filepath.Join(b.TempDir(), "raw.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { env.raw.Close() })
+	if err := env.raw.Exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;
+		CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER, price REAL, note TEXT)`); err != nil {
+		b.Fatal(err)
+	}
+	env.rawInsert, _, err = env.raw.Prepare(`INSERT INTO items (name, qty, price, note) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { env.rawInsert.Close() })
+	return env
+}
+
+// send sends one request and returns an error unless the status is want.
+func (e *loadEnv) send(method, url string, body []byte, want int) error {
+	return e.sendAs(e.token, method, url, body, want)
+}
+
+// sendAs is send with another token.
+func (e *loadEnv) sendAs(token, method, url string, body []byte, want int) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := e.client.Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != want {
+		return fmt.Errorf("%s %s: status %d, want %d", method, url, res.StatusCode, want)
+	}
+	return nil
+}
+
+// loadResult is what one workload measured.
+type loadResult struct {
+	rate float64 // requests per second
+	p99  time.Duration
+}
+
+// loadSlices is how many alternating slices a paired measurement takes of
+// each side: the machine is shared, so the workload and the bare handler
+// are measured in turns over the same stretch of time.
+const loadSlices = 10
+
+// paired sends b.N requests of work and b.N of bare, in alternating slices,
+// each from loadClients clients at once, and returns the rates and the
+// 99th percentile latencies of both.
+func paired(b *testing.B, work, bare func(i int64) error) (w, base loadResult) {
+	b.ReportAllocs()
+	var wt, bt time.Duration
+	var wl, bl []time.Duration
+	var next atomic.Int64
+	for s := range loadSlices {
+		n := b.N/loadSlices + boolInt(s < b.N%loadSlices)
+		d, lat := clients(b, n, bare, &next)
+		bt, bl = bt+d, append(bl, lat...)
+		d, lat = clients(b, n, work, &next)
+		wt, wl = wt+d, append(wl, lat...)
+	}
+	return loadResult{float64(b.N) / wt.Seconds(), p99(wl)}, loadResult{float64(b.N) / bt.Seconds(), p99(bl)}
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func p99(lat []time.Duration) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	slices.Sort(lat)
+	return lat[len(lat)*99/100]
+}
+
+// clients sends n requests from loadClients goroutines and returns the
+// time they took and each request's latency.
+func clients(b *testing.B, n int, request func(i int64) error, next *atomic.Int64) (time.Duration, []time.Duration) {
+	var (
+		left  atomic.Int64
+		mu    sync.Mutex
+		lat   = make([]time.Duration, 0, n)
+		first error
+		wg    sync.WaitGroup
+	)
+	left.Store(int64(n))
+	start := time.Now()
+	for range loadClients {
+		wg.Go(func() {
+			var mine []time.Duration
+			for left.Add(-1) >= 0 {
+				t := time.Now()
+				if err := request(next.Add(1)); err != nil {
+					mu.Lock()
+					first = cmp(first, err)
+					mu.Unlock()
+					return
+				}
+				mine = append(mine, time.Since(t))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	d := time.Since(start)
+	if first != nil {
+		b.Fatal(first)
+	}
+	return d, lat
+}
+
+func cmp(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// BenchmarkLoad runs the workloads of issue 18, each paired with the bare
+// handler; see the comment at the top of this file.
+func BenchmarkLoad(b *testing.B) {
+	e := newLoadEnv(b)
+	bare := func(int64) error { return e.send("GET", e.bare+"/projects/acme/records/items/42", nil, 200) }
+	report := func(b *testing.B, w, base loadResult) {
+		b.ReportMetric(w.rate, "req/s")
+		b.ReportMetric(base.rate, "bare_req/s")
+		b.ReportMetric(w.rate/base.rate, "x_bare")
+	}
+	for round := range *loadRounds {
+		var raw loadResult
+		b.Run(fmt.Sprintf("round%d/get_by_id", round), func(b *testing.B) {
+			w, base := paired(b, func(i int64) error {
+				return e.send("GET", e.api+"/projects/acme/records/items/"+strconv.FormatInt(i%loadRows+1, 10), nil, 200)
+			}, bare)
+			report(b, w, base)
+		})
+		b.Run(fmt.Sprintf("round%d/query_by_pk", round), func(b *testing.B) {
+			w, base := paired(b, func(i int64) error {
+				body := fmt.Appendf(nil, `{"sql":"SELECT * FROM items WHERE id = ?","params":[%d]}`, i%loadRows+1)
+				return e.send("POST", e.api+"/projects/acme/query", body, 200)
+			}, bare)
+			report(b, w, base)
+		})
+		b.Run(fmt.Sprintf("round%d/create_one", round), func(b *testing.B) {
+			w, base := paired(b, func(i int64) error {
+				body := fmt.Appendf(nil, `{"name":"new %d","qty":%d,"price":2.5,"note":"load"}`, i, i)
+				return e.send("POST", e.api+"/projects/acme/records/items", body, 201)
+			}, bare)
+			report(b, w, base)
+			b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
+		})
+		b.Run(fmt.Sprintf("round%d/create_one_without_group_commit", round), func(b *testing.B) {
+			w, base := paired(b, func(i int64) error {
+				body := fmt.Appendf(nil, `{"name":"new %d","qty":%d,"price":2.5,"note":"load"}`, i, i)
+				return e.sendAs(e.soloToken, "POST", e.apiSolo+"/projects/acme/records/items", body, 201)
+			}, bare)
+			report(b, w, base)
+			b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
+		})
+		b.Run(fmt.Sprintf("round%d/batch1000", round), func(b *testing.B) {
+			// The raw driver's in-process insert of the same rows, in
+			// turns with the HTTP batches.
+			var wt, rt time.Duration
+			var next atomic.Int64
+			for s := range loadSlices {
+				n := b.N/loadSlices + boolInt(s < b.N%loadSlices)
+				start := time.Now()
+				for range n {
+					if err := e.rawBatch(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				rt += time.Since(start)
+				d, _ := clients(b, n, func(int64) error { return e.send("POST", e.api+"/projects/acme/records/items", e.batch, 201) }, &next)
+				wt += d
+			}
+			raw.rate = float64(b.N*loadBatch) / rt.Seconds()
+			rate := float64(b.N*loadBatch) / wt.Seconds()
+			b.ReportMetric(rate, "rows/s")
+			b.ReportMetric(raw.rate, "raw_rows/s")
+			b.ReportMetric(rate/raw.rate, "x_raw")
+		})
+	}
+	b.Run("rss", func(b *testing.B) {
+		for b.Loop() {
+		}
+		rss, hwm := memoryStatus()
+		b.ReportMetric(rss, "MB_rss")
+		b.ReportMetric(hwm, "MB_peak")
+	})
+}
+
+// rawBatch inserts the batch's rows with the raw driver: one transaction,
+// one prepared statement.
+func (e *loadEnv) rawBatch() (err error) {
+	tx, err := e.raw.BeginImmediate()
+	if err != nil {
+		return err
+	}
+	defer tx.End(&err)
+	st := e.rawInsert
+	for _, row := range e.batchRows {
+		st.BindText(1, row[0].(string))
+		st.BindInt64(2, row[1].(int64))
+		st.BindFloat(3, row[2].(float64))
+		st.BindText(4, row[3].(string))
+		if err := st.Exec(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// memoryStatus returns the process's resident memory now and at its peak,
+// in MB, from /proc (zero where there is none).
+func memoryStatus() (rss, peak float64) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 64)
+		if errors.Is(err, strconv.ErrSyntax) {
+			continue
+		}
+		switch name {
+		case "VmRSS":
+			rss = kb / 1024
+		case "VmHWM":
+			peak = kb / 1024
+		}
+	}
+	return rss, peak
+}

@@ -1,0 +1,56 @@
+package httpapi_test
+
+import (
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+)
+
+// TestEscapedSlashStaysInItsSegment: an encoded slash is part of the name
+// it is in, so the name reaches the Store's checks instead of splitting
+// the route.
+func TestEscapedSlashStaysInItsSegment(t *testing.T) {
+	a := newAPI(t, nil)
+	if _, _, err := a.store.CreateTable(ctx, "acme", projectdata.TableDef{Name: "orders", Columns: []projectdata.ColumnDef{{Name: "item"}}}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{"GET", "/projects/a%2Fb", 400, "invalid_project_slug"},
+		{"GET", "/projects/acme/column/a%2Fb", 404, "table_not_found"},
+		{"GET", "/projects/acme/column/orders/a%2Fb", 404, "column_not_found"},
+		{"GET", "/projects/acme/records/orders/1%2F2", 404, "record_not_found"},
+		{"DELETE", "/projects/acme/table/a%2Fb", 404, "table_not_found"},
+		{"GET", "/projects/acme/column/or%64ers", 200, ""}, // other escapes decode as before
+	}
+	for _, c := range cases {
+		t.Run(c.method+" "+c.path, func(t *testing.T) {
+			a.t = t
+			a.must(a.do(c.method, c.path, a.admin, ""), c.status, c.code)
+		})
+	}
+	t.Run("PostedNameIsChecked", func(t *testing.T) {
+		a.t = t
+		a.must(a.do("POST", "/projects/acme/column/a%2Fb", a.admin, `{"column_name":"x"}`), 404, "table_not_found")
+	})
+}
+
+// TestGetRecordNamesTheStoredTable: the answer names the table as stored,
+// whatever spelling or id the path used.
+func TestGetRecordNamesTheStoredTable(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	tbl, _, err := a.store.CreateTable(ctx, "acme", projectdata.TableDef{Name: "Orders", Columns: []projectdata.ColumnDef{{Name: "item"}}})
+	is.NoErr(err)
+	_, err = a.store.Insert(ctx, "acme", "Orders", []projectdata.Row{{"item": "fig"}})
+	is.NoErr(err)
+	for _, path := range []string{"/projects/acme/records/orders/1", "/projects/acme/records/ORDERS/1", "/projects/acme/records/" + itoa(tbl.ID) + "/1"} {
+		res := a.must(a.do("GET", path, a.read, ""), 200, "")
+		is.Equal(res.data()["table"], "Orders")
+	}
+}

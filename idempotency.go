@@ -1,0 +1,461 @@
+package projectdata
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/pkg/errors"
+)
+
+// Idempotency asks the Store to apply a write at most once: the first call
+// with a key runs and its answer (result or error) is stored in the same
+// SQLite transaction as its effect; a later call with the same key and the
+// same fingerprint gets the stored answer and runs nothing. Keys are scoped
+// to the project and the caller's token (see WithCaller; the application's
+// own calls, without a caller, share one scope). See WithIdempotency.
+type Idempotency struct {
+	// Key is 1 to 255 printable ASCII characters (space to ~); anything
+	// else is ErrInvalidIdempotencyKey.
+	Key string
+	// Fingerprint, when set, returns what identifies the request, so that
+	// the same key sent with another request is ErrIdempotencyKeyReused.
+	// The Store calls it once, after the operation's arguments are known
+	// and before it runs. An HTTP adapter passes the method, path and body
+	// bytes. Nil: the Store fingerprints the operation and its arguments.
+	Fingerprint func() []byte
+	// OnReplay, when set, is called when the answer is a stored one (the
+	// operation did not run), before the Store method returns.
+	OnReplay func()
+}
+
+type idempotencyKey struct{}
+
+// WithIdempotency returns a context under which every Store write (Insert,
+// UpdateRecord, UpdateRecords, DeleteRecords, DeleteRecord, CreateTable, UpdateTable,
+// DeleteTable, AddColumn, UpdateColumn, CreateIndex, DropIndex,
+// CreateExport, CreateProjectExport, DeleteNotFoundExports, RenameProject, RevokeToken) is
+// idempotent under idem.Key:
+//
+//   - the first call runs; its result, or its error, is stored with its
+//     effect, in the same transaction, so after a crash both or neither
+//     exist (ErrServerBusy, ErrInternal and a cancelled context are never
+//     stored: a retry runs);
+//   - a later call with the same key and fingerprint returns the stored
+//     result (decoded from JSON: numbers in `any` fields come back as int64
+//     when integral, else float64) or the stored error, and runs nothing;
+//   - the same key with another fingerprint is ErrIdempotencyKeyReused;
+//   - the same key while its first call still runs in this Store is
+//     ErrIdempotencyKeyInFlight;
+//   - a stored answer expires after Options.IdempotencyTTL; the key is then
+//     new again.
+//
+// Reads ignore the key and run afresh. CreateToken refuses it
+// (ErrInvalidRequest): a replay would have to store the secret.
+//
+// Two Stores on one data folder do not see each other's calls in flight: a
+// concurrent duplicate there runs, but its effect is rolled back when it
+// finds the key taken at commit, and it returns the stored answer instead.
+func WithIdempotency(ctx context.Context, idem Idempotency) context.Context {
+	return context.WithValue(ctx, idempotencyKey{}, idem)
+}
+
+// WithIdempotencyKey is WithIdempotency with only a key: the fingerprint is
+// the operation and its arguments.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return WithIdempotency(ctx, Idempotency{Key: key})
+}
+
+// idempotencyFrom returns the Idempotency that ctx carries, if any.
+func idempotencyFrom(ctx context.Context) (Idempotency, bool) {
+	idem, ok := ctx.Value(idempotencyKey{}).(Idempotency)
+	return idem, ok
+}
+
+// maxIdempotencyKeyLen is the longest key, in bytes.
+const maxIdempotencyKeyLen = 255
+
+// checkIdempotencyKey accepts 1 to 255 printable ASCII characters.
+func checkIdempotencyKey(key string) error {
+	if len(key) == 0 || len(key) > maxIdempotencyKeyLen {
+		return errorf(ErrInvalidIdempotencyKey, "an idempotency key must be 1 to %d printable ASCII characters; this one has %d bytes", maxIdempotencyKeyLen, len(key))
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return errorf(ErrInvalidIdempotencyKey, "an idempotency key must be printable ASCII; byte %d is not", i)
+		}
+	}
+	return nil
+}
+
+// ParseIdempotencyKey reads the value of an Idempotency-Key header
+// (draft-ietf-httpapi-idempotency-key-header): the key bare, or as a quoted
+// structured-field string ("key", with \" and \\ escapes). Surrounding
+// spaces are ignored. The key must be 1 to 255 printable ASCII characters.
+//
+// Errors: ErrInvalidIdempotencyKey.
+func ParseIdempotencyKey(header string) (string, error) {
+	v := strings.Trim(header, " \t")
+	if !strings.HasPrefix(v, `"`) {
+		return v, checkIdempotencyKey(v)
+	}
+	var b strings.Builder
+	for i := 1; i < len(v); i++ {
+		switch ch := v[i]; {
+		case ch == '\\':
+			i++
+			if i >= len(v) || (v[i] != '"' && v[i] != '\\') {
+				return "", errorf(ErrInvalidIdempotencyKey, "a quoted idempotency key may escape only \" and \\")
+			}
+			b.WriteByte(v[i])
+		case ch == '"':
+			if i != len(v)-1 {
+				return "", errorf(ErrInvalidIdempotencyKey, "a quoted idempotency key must end at its closing quote")
+			}
+			return b.String(), checkIdempotencyKey(b.String())
+		case ch < 0x20 || ch > 0x7e:
+			return "", errorf(ErrInvalidIdempotencyKey, "an idempotency key must be printable ASCII")
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return "", errorf(ErrInvalidIdempotencyKey, "a quoted idempotency key lacks its closing quote")
+}
+
+// writeCall describes a write operation for idempotency: args are what a Go
+// caller's fingerprint covers, results point at the operation's results,
+// stored as JSON on success and filled from the stored JSON on replay.
+type writeCall struct {
+	op      Operation
+	args    []any
+	results []any
+}
+
+// withWrite is withProject for operations that write: it is the one place
+// where a Store write becomes idempotent. Without an Idempotency in ctx it
+// is withProject. With one, the answer is looked up first (and replayed),
+// else fn runs with a context whose project.write calls store the answer
+// with fn's first write; an operation whose results are set inside that
+// write's fn needs nothing more. A write that is not the operation's effect
+// (bookkeeping before it) uses withoutIdempotencyRecord.
+func (s *Store) withWrite(ctx context.Context, slug string, call writeCall, fn func(ctx context.Context, p *project) error) error {
+	idem, ok := idempotencyFrom(ctx)
+	if !ok {
+		return s.withProject(ctx, slug, call.op, func(p *project) error { return fn(ctx, p) })
+	}
+	return s.withProject(ctx, slug, call.op, func(p *project) error {
+		return s.runIdempotent(ctx, p, idem, call, fn)
+	})
+}
+
+// idempotencyScope is (token, key); the project is the database.
+type idempotencyScope struct {
+	tokenID int64 // 0: the application's own calls
+	key     string
+}
+
+func (s *Store) runIdempotent(ctx context.Context, p *project, idem Idempotency, call writeCall, fn func(ctx context.Context, p *project) error) error {
+	if err := checkIdempotencyKey(idem.Key); err != nil {
+		return err
+	}
+	scope := idempotencyScope{key: idem.Key}
+	if c, ok := CallerFrom(ctx); ok {
+		scope.tokenID = c.TokenID
+	}
+	if !p.idempotency.begin(scope) {
+		return errorf(ErrIdempotencyKeyInFlight, "a request with this idempotency key is still running; retry once it has finished")
+	}
+	defer p.idempotency.end(scope)
+	fp, err := fingerprint(idem, call)
+	if err != nil {
+		return err
+	}
+
+	now := s.now()
+	rec, found, err := p.lookupAnswer(ctx, scope, now)
+	if err != nil {
+		return err
+	}
+	if found {
+		return rec.replay(idem, fp, call)
+	}
+	pending := &storedAnswer{scope: scope, fingerprint: fp, createdAt: now, expiresAt: now.Add(s.opts.IdempotencyTTL)}
+	runCtx := context.WithValue(context.WithValue(ctx, idempotencyKey{}, nil), pendingAnswerKey{}, &pendingAnswer{answer: pending, results: call.results})
+	err = fn(runCtx, p)
+	switch {
+	case errors.Is(err, errKeyTaken):
+		// Another Store on this folder committed the key first; this run's
+		// effect was rolled back with the refused record.
+		rec, found, lerr := p.lookupAnswer(ctx, scope, now)
+		if lerr != nil {
+			return lerr
+		}
+		if !found {
+			return errorf(ErrIdempotencyKeyInFlight, "a request with this idempotency key is still running; retry once it has finished")
+		}
+		return rec.replay(idem, fp, call)
+	case err == nil:
+		if pend := runCtx.Value(pendingAnswerKey{}).(*pendingAnswer); !pend.written {
+			// The operation succeeded without writing (nothing to pair the
+			// answer with): store it on its own.
+			s.storeAnswerAlone(ctx, p, pend)
+		}
+	case storableError(ctx, err):
+		pending.code = ErrorCode(err)
+		pending.message = err.Error()
+		s.storeAnswerAlone(ctx, p, &pendingAnswer{answer: pending})
+	}
+	s.pruneAnswers(ctx, p)
+	return err
+}
+
+// storableError reports whether an error is an answer to store: not a
+// failure of the service (busy, internal, cancelled), which a retry should
+// run again.
+func storableError(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	switch ErrorCode(err) {
+	case ErrInternal, ErrServerBusy, ErrStoreClosed, ErrIdempotencyKeyInFlight, ErrIdempotencyKeyReused:
+		return false
+	}
+	return true
+}
+
+// storeAnswerAlone stores an answer in a transaction of its own. Failing
+// leaves no record, so a retry runs again: the answer had no effect to pair
+// with.
+func (s *Store) storeAnswerAlone(ctx context.Context, p *project, pend *pendingAnswer) {
+	err := p.write(context.WithoutCancel(ctx), func(c *conn) error { return pend.store(c) })
+	if err != nil && !errors.Is(err, errKeyTaken) {
+		s.opts.Logger.Warn("store idempotent answer", "project", p.slug, "err", err)
+	}
+}
+
+// fingerprint is the caller's, or else the operation's and its arguments'.
+func fingerprint(idem Idempotency, call writeCall) ([]byte, error) {
+	if idem.Fingerprint != nil {
+		sum := sha256.Sum256(append([]byte("request\x00"), idem.Fingerprint()...))
+		return sum[:], nil
+	}
+	args, err := json.Marshal(call.args)
+	if err != nil {
+		return nil, errorf(ErrInvalidRequest, "the arguments of %s cannot be fingerprinted for idempotency: %v", call.op, err)
+	}
+	h := sha256.New()
+	h.Write([]byte("call\x00" + string(call.op) + "\x00"))
+	h.Write(args)
+	return h.Sum(nil), nil
+}
+
+// inFlightKeys is a project's set of idempotency scopes whose first call
+// is running. Its zero value is empty and ready.
+type inFlightKeys struct {
+	mu   sync.Mutex
+	keys map[idempotencyScope]struct{}
+	// prunedAt is when expired answers were last pruned.
+	prunedAt time.Time
+}
+
+// begin adds scope; false when it is already in flight.
+func (f *inFlightKeys) begin(scope idempotencyScope) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, busy := f.keys[scope]; busy {
+		return false
+	}
+	if f.keys == nil {
+		f.keys = make(map[idempotencyScope]struct{})
+	}
+	f.keys[scope] = struct{}{}
+	return true
+}
+
+func (f *inFlightKeys) end(scope idempotencyScope) {
+	f.mu.Lock()
+	delete(f.keys, scope)
+	f.mu.Unlock()
+}
+
+// pruneDue reports whether a minute has passed since the last prune, and
+// if so starts a new period.
+func (f *inFlightKeys) pruneDue(now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if now.Sub(f.prunedAt) < time.Minute && !now.Before(f.prunedAt) {
+		return false
+	}
+	f.prunedAt = now
+	return true
+}
+
+// pruneBatch bounds the expired answers one transaction deletes, so that
+// pruning never holds the write lock for long; pruneBatches bounds the
+// transactions of one prune (the rest waits for the next minute).
+const (
+	pruneBatch   = 256
+	pruneBatches = 16
+)
+
+// pruneAnswers deletes expired answers, at most once a minute per project,
+// in small transactions that let other writers in between.
+func (s *Store) pruneAnswers(ctx context.Context, p *project) {
+	now := s.now()
+	if !p.idempotency.pruneDue(now) {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	for range pruneBatches {
+		var n int64
+		err := p.write(ctx, func(c *conn) error {
+			err := c.exec(`DELETE FROM _pd_idempotency WHERE id IN
+				(SELECT id FROM _pd_idempotency WHERE expires_at <= ? ORDER BY expires_at LIMIT `+strconv.Itoa(pruneBatch)+`)`, now)
+			n = c.db.Changes()
+			return err
+		})
+		if err != nil {
+			s.opts.Logger.Warn("prune idempotent answers", "project", p.slug, "err", err)
+			return
+		}
+		if n < pruneBatch {
+			return
+		}
+	}
+}
+
+// errKeyTaken is the failure of storing an answer whose key already has a
+// live one: another Store on the folder ran the same key at the same time.
+var errKeyTaken = errors.New("idempotency key taken by a concurrent request")
+
+type pendingAnswerKey struct{}
+
+// pendingAnswer is the answer an idempotent operation stores with its
+// first write; written tells whether that happened.
+type pendingAnswer struct {
+	answer  *storedAnswer
+	results []any
+	written bool
+}
+
+// withoutIdempotencyRecord returns ctx for a write that is bookkeeping, not
+// the operation's effect: it does not carry the operation's answer.
+func withoutIdempotencyRecord(ctx context.Context) context.Context {
+	if ctx.Value(pendingAnswerKey{}) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, pendingAnswerKey{}, (*pendingAnswer)(nil))
+}
+
+// recordingAnswer wraps the fn of a project.write: when ctx carries an
+// idempotent operation's answer not yet stored, fn's unit of work stores it
+// after fn's own changes, so both commit together or neither does.
+func recordingAnswer(ctx context.Context, fn func(c *conn) error) func(c *conn) error {
+	pend, _ := ctx.Value(pendingAnswerKey{}).(*pendingAnswer)
+	if pend == nil || pend.written {
+		return fn
+	}
+	return func(c *conn) error {
+		if err := fn(c); err != nil {
+			return err
+		}
+		if err := pend.store(c); err != nil {
+			return err
+		}
+		pend.written = true
+		return nil
+	}
+}
+
+// store encodes the results (unless the answer is an error) and inserts the
+// answer on c; a live answer under the same scope is errKeyTaken.
+func (pend *pendingAnswer) store(c *conn) error {
+	a := pend.answer
+	if a.code == "" {
+		body, err := json.Marshal(pend.results)
+		if err != nil {
+			return errors.Wrap(err, "encode idempotent answer")
+		}
+		a.result, a.compressed = compressAnswer(body)
+	}
+	var code any
+	if a.code != "" {
+		code = string(a.code)
+	}
+	err := c.exec(`INSERT INTO _pd_idempotency
+		(token_id, key, fingerprint, code, message, result, compressed, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (token_id, key) DO UPDATE SET
+			fingerprint = excluded.fingerprint, code = excluded.code, message = excluded.message,
+			result = excluded.result, compressed = excluded.compressed,
+			created_at = excluded.created_at, expires_at = excluded.expires_at
+		WHERE _pd_idempotency.expires_at <= excluded.created_at`,
+		a.scope.tokenID, a.scope.key, a.fingerprint, code, a.message, a.result, a.compressed, a.createdAt, a.expiresAt)
+	if err != nil {
+		return errors.Wrap(err, "store idempotent answer")
+	}
+	if c.db.Changes() == 0 {
+		return errKeyTaken
+	}
+	return nil
+}
+
+// storedAnswer is one row of _pd_idempotency.
+type storedAnswer struct {
+	scope       idempotencyScope
+	fingerprint []byte
+	code        Code // "" for a result
+	message     string
+	result      []byte // JSON array of the results, maybe compressed
+	compressed  bool
+	createdAt   time.Time
+	expiresAt   time.Time
+}
+
+// lookupAnswer reads the live answer stored under scope, if any.
+func (p *project) lookupAnswer(ctx context.Context, scope idempotencyScope, now time.Time) (*storedAnswer, bool, error) {
+	a := &storedAnswer{scope: scope}
+	var found bool
+	err := p.read(ctx, func(c *conn) (err error) {
+		found, err = c.queryRow(`SELECT fingerprint, code, message, result, compressed FROM _pd_idempotency
+			WHERE token_id = ? AND key = ? AND expires_at > ?`, []any{scope.tokenID, scope.key, now}, func(st *sqlite3.Stmt) error {
+			a.fingerprint = st.ColumnBlob(0, nil)
+			a.code = Code(st.ColumnText(1))
+			a.message = st.ColumnText(2)
+			a.result = st.ColumnBlob(3, nil)
+			a.compressed = st.ColumnBool(4)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, false, dbError(ctx, err)
+	}
+	return a, found, nil
+}
+
+// replay answers a retry from the stored answer: the stored error, or the
+// stored results decoded into call.results.
+func (a *storedAnswer) replay(idem Idempotency, fp []byte, call writeCall) error {
+	if string(a.fingerprint) != string(fp) {
+		return errorf(ErrIdempotencyKeyReused, "this idempotency key was used for another request; use a new key for a new request")
+	}
+	if a.code != "" {
+		if idem.OnReplay != nil {
+			idem.OnReplay()
+		}
+		return &Error{Code: a.code, Message: a.message}
+	}
+	if err := decodeAnswer(a.result, a.compressed, call.results); err != nil {
+		return err
+	}
+	if idem.OnReplay != nil {
+		idem.OnReplay()
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package projectdata_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// errReadTooFar is what endless returns: the decoder read past the point
+// where it should have refused the body.
+var errReadTooFar = errors.New("read past the refusal point")
+
+// endless is a body that starts with prefix and then fails: a decoder that
+// refuses early never reaches the failure.
+func endless(prefix string) io.Reader {
+	return io.MultiReader(strings.NewReader(prefix), readerFunc(func([]byte) (int, error) { return 0, errReadTooFar }))
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+func TestDecodeRefusesEarly(t *testing.T) {
+	cases := []struct {
+		name   string
+		decode func(io.Reader) error
+		prefix string
+		code   projectdata.Code
+	}{
+		{"InsertAtRowMaxPlusOne", func(r io.Reader) error {
+			_, err := projectdata.DecodeRows(r, 3)
+			return err
+		}, `[{},{},{},{}`, projectdata.ErrTooManyRows},
+		{"InsertNestedValue", func(r io.Reader) error {
+			_, err := projectdata.DecodeRows(r, 0)
+			return err
+		}, `[{"a":[{}`, projectdata.ErrInvalidColumnValue},
+		{"QueryParamsPastSQLiteLimit", func(r io.Reader) error {
+			var q projectdata.QueryRequest
+			_, err := projectdata.DecodeJSON(r, &q)
+			return err
+		}, `{"sql":"SELECT 1","params":[` + strings.Repeat(`1,`, 32766) + `1`, projectdata.ErrInvalidRequest},
+		{"QueryNamedParamsPastSQLiteLimit", func(r io.Reader) error {
+			var q projectdata.QueryRequest
+			_, err := projectdata.DecodeJSON(r, &q)
+			return err
+		}, `{"sql":"SELECT 1","params":{` + namedParams(32767), projectdata.ErrInvalidRequest},
+		{"QueryContainerParam", func(r io.Reader) error {
+			var q projectdata.QueryRequest
+			_, err := projectdata.DecodeJSON(r, &q)
+			return err
+		}, `{"sql":"SELECT 1","params":[{}`, projectdata.ErrInvalidRequest},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			err := c.decode(endless(c.prefix))
+			is.True(!errors.Is(err, errReadTooFar)) // refused before reading on
+			pdtest.Code(t, err, c.code)
+		})
+	}
+}
+
+func namedParams(n int) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(`"p` + strings.Repeat("x", i%7) + strconv.Itoa(i) + `":1,`)
+	}
+	return b.String()
+}
+
+func TestDecodeQueryRequest(t *testing.T) {
+	is := is.New(t)
+	var q projectdata.QueryRequest
+	found, err := projectdata.DecodeJSON(strings.NewReader(`{"query":"SELECT ?","params":[9007199254740993, "a", null, true],"limit":0}`), &q)
+	is.NoErr(err)
+	is.True(found)
+	is.Equal(q, projectdata.QueryRequest{SQL: "SELECT ?", Args: []any{json.Number("9007199254740993"), "a", nil, true}, Limit: 1})
+
+	q = projectdata.QueryRequest{}
+	is.NoErr(json.Unmarshal([]byte(`{"sql":"SELECT :a","params":{"a":1.5}}`), &q))
+	is.Equal(q.Named, map[string]any{"a": json.Number("1.5")})
+
+	found, err = projectdata.DecodeJSON(strings.NewReader(" \n "), &q)
+	is.NoErr(err)
+	is.True(!found)
+
+	for body, code := range map[string]projectdata.Code{
+		`{"sql":"SELECT 1"} {}`:          projectdata.ErrInvalidJSON,
+		`{"sql":"SELECT 1"`:              projectdata.ErrInvalidJSON,
+		`{"sql":5}`:                      projectdata.ErrInvalidRequest,
+		`{"sql":"a","query":"b"}`:        projectdata.ErrInvalidRequest,
+		`{"sql":"SELECT 1","x":1}`:       projectdata.ErrInvalidRequest,
+		`{"sql":"SELECT 1","params":5}`:  projectdata.ErrInvalidRequest,
+		`{"sql":"SELECT 1","limit":1.5}`: projectdata.ErrInvalidRequest,
+		`[]`:                             projectdata.ErrInvalidRequest,
+	} {
+		var q projectdata.QueryRequest
+		_, err := projectdata.DecodeJSON(strings.NewReader(body), &q)
+		pdtest.Code(t, err, code)
+	}
+}
+
+func TestDecodeJSONStruct(t *testing.T) {
+	is := is.New(t)
+	var body struct {
+		N any    `json:"n"`
+		S string `json:"s"`
+	}
+	_, err := projectdata.DecodeJSON(strings.NewReader(`{"n": 9007199254740993, "s": "x"}`), &body)
+	is.NoErr(err)
+	is.Equal(body.N, json.Number("9007199254740993"))
+	_, err = projectdata.DecodeJSON(strings.NewReader(`{"n": 1, "other": 2}`), &body)
+	pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+	_, err = projectdata.DecodeJSON(strings.NewReader(`{"s": 1}`), &body)
+	pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+	_, err = projectdata.DecodeJSON(strings.NewReader(`{"s": "a"}]`), &body)
+	pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+	_, err = projectdata.DecodeJSON(endless(`{"s": "a`), &body)
+	is.True(errors.Is(err, errReadTooFar)) // the reader's own error goes through
+}
+
+func TestWhereRefusesTooManyConditions(t *testing.T) {
+	is := is.New(t)
+	var w projectdata.Where
+	err := json.Unmarshal([]byte(`[`+strings.TrimSuffix(strings.Repeat(`{"column":"a","op":"=","value":1},`, 1000), ",")+`]`), &w)
+	pdtest.Code(t, err, projectdata.ErrInvalidWhere)
+	is.True(strings.Contains(err.Error(), "at most"))
+}

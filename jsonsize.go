@@ -1,0 +1,93 @@
+package projectdata
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// encodedSize is the exact number of bytes a value and its key take in a
+// JSON row as the HTTP API encodes it (encoding/json, HTML escaping on):
+// `"key":value` and the comma or brace after it. Strings count their
+// escapes (\u003c for <, >, &, control characters, U+2028, U+2029 and each
+// byte of invalid UTF-8 as \ufffd), blobs their base64 text.
+func encodedSize(key string, v any) int {
+	n := jsonStringSize(key) + 2 // the colon, and the comma or closing brace
+	switch x := v.(type) {
+	case nil:
+		return n + 4
+	case string:
+		return n + jsonStringSize(x)
+	case []byte:
+		return n + (len(x)+2)/3*4 + 2
+	case int64:
+		return n + len(strconv.AppendInt(nil, x, 10))
+	case int:
+		return n + len(strconv.Itoa(x))
+	case float64:
+		return n + jsonFloatSize(x)
+	case bool:
+		if x {
+			return n + 4
+		}
+		return n + 5
+	case json.Number:
+		return n + len(x)
+	}
+	b, _ := json.Marshal(v)
+	return n + len(b)
+}
+
+// jsonStringSize is the size of s as a JSON string, quotes included.
+func jsonStringSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			switch {
+			case b == '"', b == '\\', b == '\n', b == '\r', b == '\t', b == '\b', b == '\f':
+				n += 2
+			case b < 0x20, b == '<', b == '>', b == '&':
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 6 // \ufffd
+		case r == '\u2028', r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
+// jsonFloatSize is the size of f as encoding/json writes it. A value JSON
+// cannot hold (NaN, ±Inf) never reaches the encoder: columnValue returns
+// it as text.
+func jsonFloatSize(f float64) int {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return len(strconv.FormatFloat(f, 'g', -1, 64)) + 2
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b := strconv.AppendFloat(nil, f, format, -1, 64)
+	if format == 'e' {
+		// encoding/json writes 1e-07 as 1e-7.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			return n - 1
+		}
+	}
+	return len(b)
+}

@@ -1,0 +1,498 @@
+package projectdata
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// CountMode says whether a record list counts the rows its where matches.
+type CountMode string
+
+// Count modes of ListOptions.Count.
+const (
+	CountExact CountMode = "exact" // RecordList.Total is the exact count
+	CountNone  CountMode = "none"  // RecordList.Total is nil; nothing is counted
+)
+
+// ListOptions selects, orders and pages ListRecords.
+type ListOptions struct {
+	// Where selects the rows, as in BulkUpdate. Empty: every row.
+	Where Where
+	// Order is a comma-separated list of column names, each ascending or,
+	// with a "-" before it, descending ("-qty,item"); the primary key
+	// breaks ties. Empty: the primary key, ascending.
+	Order string
+	// Columns are the columns each row holds. Empty: every column.
+	Columns []string
+	// Limit is the page size, clamped to 1..1000. Zero: 100.
+	Limit int
+	// After continues a list after the last row of an earlier page: the
+	// page's NextCursor, for the same table, Order and Where. Empty: the
+	// first page.
+	After Cursor
+	// Offset is the number of rows to skip; it cannot be combined with
+	// After. Negative is ErrInvalidRequest. Cursors cost the same at any
+	// depth; an offset costs the rows it skips.
+	Offset int
+	// Count is CountExact or CountNone. Zero: CountExact.
+	Count CountMode
+}
+
+// RecordList is a page of a table's rows.
+type RecordList struct {
+	Table string `json:"table"`
+	Rows  []Row  `json:"rows"`
+	// Total is the number of rows Where matches, nil with CountNone.
+	Total  *int64 `json:"total"`
+	Limit  int    `json:"limit"`
+	Offset int    `json:"offset"`
+	// NextCursor continues the list after the last row of Rows (see
+	// ListOptions.After); empty on the last page.
+	NextCursor Cursor `json:"next_cursor"`
+	// Truncated is true when the page holds fewer than Limit rows because
+	// the next row would have taken the rows past the result budget
+	// (Options.QueryMaxBytes); NextCursor continues after the last row.
+	Truncated bool `json:"truncated"`
+}
+
+// Record list limits.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+// ListRecords returns a page of a table's rows, the rows Where selects in
+// the given Order, and their exact count, all read from one snapshot. An
+// unfiltered count is kept with the table and costs no scan; a filtered
+// one counts the matching rows. The page obeys the result budget
+// (Options.QueryMaxBytes): it stops before the row that would exceed it,
+// with Truncated set. The reads obey the execution budget
+// (Options.QueryTimeout).
+//
+// Errors: ErrInvalidRequest (a bad order, columns, count or offset, offset
+// with After), ErrInvalidCursor, ErrColumnNotFound, ErrInvalidWhere,
+// ErrInvalidColumnValue, ErrQueryResultTooLarge (one row larger than the
+// result budget), ErrQueryBudgetExceeded (the message names the full
+// scans, as the hint for an index), ErrTableNotFound, ErrProjectNotFound,
+// ErrPermissionDenied.
+func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOptions) (RecordList, error) {
+	if opts.Limit == 0 {
+		opts.Limit = defaultListLimit
+	}
+	opts.Limit = max(1, min(opts.Limit, maxListLimit))
+	switch {
+	case opts.Offset < 0:
+		return RecordList{}, errorf(ErrInvalidRequest, "offset must not be negative")
+	case opts.Offset > 0 && opts.After != "":
+		return RecordList{}, errorf(ErrInvalidRequest, "offset cannot be combined with after: a cursor already says where the page starts")
+	case opts.Count != "" && opts.Count != CountExact && opts.Count != CountNone:
+		return RecordList{}, errorf(ErrInvalidRequest, "count must be exact or none, not %.20q", opts.Count)
+	}
+	var list RecordList
+	err := s.withProject(ctx, slug, OpListRecords, func(p *project) error {
+		return p.readSchema(ctx, func(c *conn, sc *schema) error {
+			t, err := sc.lookupTable(table)
+			if err != nil {
+				return err
+			}
+			pl, err := planList(t, opts)
+			if err != nil {
+				return err
+			}
+			var after []any
+			if opts.After != "" {
+				if after, err = decodeCursor(p.cursorKey, pl.binding, opts.After, len(pl.order)); err != nil {
+					return err
+				}
+			}
+			list, err = s.runList(ctx, c, sc, p.cursorKey, pl, opts, after)
+			return err
+		})
+	})
+	if err != nil {
+		return RecordList{}, err
+	}
+	return list, nil
+}
+
+// Rows iterates over the rows of a table that opts selects, in its order,
+// reading a page (opts.Limit rows) at a time with the cursor, so memory
+// stays bounded by one page whatever the table's size. opts.Count is
+// ignored. An error ends the iteration, as the last pair.
+func (s *Store) Rows(ctx context.Context, slug, table string, opts ListOptions) iter.Seq2[Row, error] {
+	return func(yield func(Row, error) bool) {
+		opts.Count = CountNone
+		for {
+			page, err := s.ListRecords(ctx, slug, table, opts)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, row := range page.Rows {
+				if !yield(row, nil) {
+					return
+				}
+			}
+			if page.NextCursor == "" {
+				return
+			}
+			opts.After, opts.Offset = page.NextCursor, 0
+		}
+	}
+}
+
+// orderTerm is one column of a list's order.
+type orderTerm struct {
+	col  *columnInfo
+	desc bool
+	at   int // the column's index in the statement's result
+}
+
+// nullable reports whether the term's column can hold NULL.
+func (o orderTerm) nullable() bool {
+	return bool(o.col.IsNullable && !o.col.IsPrimary)
+}
+
+// listPlan is a checked list: the columns to read, the order and the
+// where, and the binding its cursors are signed for.
+type listPlan struct {
+	t         *tableInfo
+	out       int           // the first out columns of sel are returned
+	sel       []*columnInfo // the statement's columns: the returned ones, then order columns not among them
+	order     []orderTerm   // ends with the primary key
+	whereSQL  string        // " WHERE …" or empty
+	whereArgs []any
+	orderBy   string // " ORDER BY …"
+	binding   []byte // table, order and where: what a cursor belongs to
+}
+
+// planList checks opts against t.
+func planList(t *tableInfo, opts ListOptions) (*listPlan, error) {
+	if t.pk == nil {
+		return nil, errors.New("list: table has no primary key")
+	}
+	pl := &listPlan{t: t}
+	if len(opts.Columns) == 0 {
+		pl.sel = append(pl.sel, t.columns...)
+	}
+	for _, name := range opts.Columns {
+		col, err := t.columnNamed(name)
+		if err != nil {
+			return nil, err
+		}
+		if pl.index(col) >= 0 {
+			return nil, errorf(ErrInvalidRequest, "columns names %q twice", col.Name)
+		}
+		pl.sel = append(pl.sel, col)
+	}
+	pl.out = len(pl.sel)
+
+	var terms []string
+	if opts.Order != "" {
+		terms = strings.Split(opts.Order, ",")
+	}
+	for _, term := range terms {
+		name, desc := strings.CutPrefix(strings.TrimSpace(term), "-")
+		if name == "" {
+			return nil, errorf(ErrInvalidRequest, `order must be comma-separated column names, each with "-" before it for descending`)
+		}
+		col, err := t.columnNamed(name)
+		if err != nil {
+			return nil, err
+		}
+		if err := pl.addTerm(col, desc); err != nil {
+			return nil, err
+		}
+	}
+	if !pl.ordersBy(t.pk) {
+		pl.addTerm(t.pk, false)
+	}
+
+	var b strings.Builder
+	b.WriteString(" ORDER BY ")
+	for i, o := range pl.order {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(o.col.quoted)
+		if o.desc {
+			b.WriteString(" DESC")
+		}
+	}
+	pl.orderBy = b.String()
+
+	b.Reset()
+	var err error
+	if pl.whereArgs, err = opts.Where.appendSQL(t, &b, nil); err != nil {
+		return nil, err
+	}
+	pl.whereSQL = b.String()
+
+	// The binding names the table by id and name (a table dropped and
+	// made again is another table), then the order and where as SQL with
+	// the where's converted values: equal lists have equal bindings.
+	bind := strconv.AppendInt(nil, t.ID, 10)
+	for _, part := range []string{strings.ToLower(t.Name), pl.orderBy, pl.whereSQL} {
+		bind = appendCursorValue(bind, part)
+	}
+	for _, v := range pl.whereArgs {
+		bind = appendCursorValue(bind, v)
+	}
+	pl.binding = bind
+	return pl, nil
+}
+
+// addTerm adds col to the order, refusing it twice.
+func (pl *listPlan) addTerm(col *columnInfo, desc bool) error {
+	if pl.ordersBy(col) {
+		return errorf(ErrInvalidRequest, "order names %q twice", col.Name)
+	}
+	at := pl.index(col)
+	if at < 0 {
+		at = len(pl.sel)
+		pl.sel = append(pl.sel, col)
+	}
+	pl.order = append(pl.order, orderTerm{col: col, desc: desc, at: at})
+	return nil
+}
+
+func (pl *listPlan) ordersBy(col *columnInfo) bool {
+	for _, o := range pl.order {
+		if o.col == col {
+			return true
+		}
+	}
+	return false
+}
+
+// index returns the position of col among the statement's columns, or -1.
+func (pl *listPlan) index(col *columnInfo) int {
+	for i, c := range pl.sel {
+		if c == col {
+			return i
+		}
+	}
+	return -1
+}
+
+// pageSQL is the statement reading up to limit rows starting after the
+// row whose order values are after (nil: from the first row), with its
+// arguments but the offset, which comes last. The limit is written into
+// the SQL, not bound: SQLite prepares a statement with a bound LIMIT again
+// on every run.
+func (pl *listPlan) pageSQL(after []any, limit int) (string, []any) {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, col := range pl.sel {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(col.quoted)
+	}
+	b.WriteString(" FROM ")
+	b.WriteString(pl.t.quoted)
+	b.WriteString(pl.whereSQL)
+	args := append([]any(nil), pl.whereArgs...)
+	if after != nil {
+		if pl.whereSQL == "" {
+			b.WriteString(" WHERE ")
+		} else {
+			b.WriteString(" AND ")
+		}
+		args = pl.appendKeyset(&b, args, after)
+	}
+	b.WriteString(pl.orderBy)
+	b.WriteString(" LIMIT ")
+	b.WriteString(strconv.Itoa(limit))
+	b.WriteString(" OFFSET ?")
+	return b.String(), args
+}
+
+// appendKeyset writes the condition selecting the rows that come after
+// the row with the order values vals, in SQLite's order (NULL first when
+// ascending, last when descending). When every column goes the same way,
+// no value is NULL and, descending, no column can hold NULL, that is one
+// row-value comparison, which SQLite turns into a seek in an index on the
+// columns:
+//
+//	(o1, o2, …) > (v1, v2, …)
+//
+// Otherwise it is spelled out,
+//
+//	o1 after v1 OR (o1 IS v1 AND (o2 after v2 OR (o2 IS v2 AND …)))
+//
+// led, when it can be, by a range on the first column (o1 >= v1) that
+// lets SQLite seek on that column at least. The shape of the SQL depends
+// only on which values are NULL.
+func (pl *listPlan) appendKeyset(b *strings.Builder, args, vals []any) []any {
+	if pl.rowValueKeyset(vals) {
+		b.WriteString("(")
+		for i, o := range pl.order {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(o.col.quoted)
+		}
+		if pl.order[0].desc {
+			b.WriteString(") < (?")
+		} else {
+			b.WriteString(") > (?")
+		}
+		b.WriteString(strings.Repeat(", ?", len(vals)-1))
+		b.WriteString(")")
+		return append(args, vals...)
+	}
+	first, v := pl.order[0], vals[0]
+	switch {
+	case v == nil && first.desc:
+		b.WriteString(first.col.quoted + " IS NULL AND ")
+	case v != nil && !first.desc:
+		b.WriteString(first.col.quoted + " >= ? AND ")
+		args = append(args, v)
+	case v != nil && !first.nullable():
+		b.WriteString(first.col.quoted + " <= ? AND ")
+		args = append(args, v)
+	}
+	b.WriteString("(")
+	closing := 1
+	for i, o := range pl.order {
+		q, v := o.col.quoted, vals[i]
+		last := i == len(pl.order)-1
+		switch {
+		case v == nil && o.desc: // nothing sorts after NULL but NULL
+			b.WriteString("0")
+		case v == nil:
+			b.WriteString(q + " IS NOT NULL")
+		case o.desc && o.nullable():
+			b.WriteString("(" + q + " < ? OR " + q + " IS NULL)")
+			args = append(args, v)
+		case o.desc:
+			b.WriteString(q + " < ?")
+			args = append(args, v)
+		default:
+			b.WriteString(q + " > ?")
+			args = append(args, v)
+		}
+		if last {
+			break
+		}
+		b.WriteString(" OR (" + q + " IS ? AND (")
+		args = append(args, v)
+		closing += 2
+	}
+	b.WriteString(strings.Repeat(")", closing))
+	return args
+}
+
+// listHintBudget bounds the hint of a list over its budget: the list's
+// statement is ours and short, so its plan reads in microseconds whatever
+// Options.QueryTimeout is.
+const listHintBudget = 100 * time.Millisecond
+
+// rowValueKeyset reports whether the rows after vals are those whose order
+// columns, as a row value, compare greater (ascending) or less
+// (descending) than vals: a NULL would compare as neither.
+func (pl *listPlan) rowValueKeyset(vals []any) bool {
+	for i, o := range pl.order {
+		if o.desc != pl.order[0].desc || vals[i] == nil || (o.desc && o.nullable()) {
+			return false
+		}
+	}
+	return true
+}
+
+// runList reads the page and the count on the reader c, under the execution
+// budget; readSchema runs it in one read transaction, so the count and the
+// page agree.
+func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl *listPlan, opts ListOptions, after []any) (list RecordList, err error) {
+	list = RecordList{Table: pl.t.Name, Rows: []Row{}, Limit: opts.Limit, Offset: opts.Offset}
+	budget, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	old := c.db.SetInterrupt(budget)
+	defer c.db.SetInterrupt(old)
+	fail := func(sql string, err error) error {
+		if errors.Is(err, sqlite3.INTERRUPT) && budget.Err() != nil && ctx.Err() == nil {
+			c.db.SetInterrupt(old) // the hint reads the plan under its own budget
+			q := &queryRun{s: s, ctx: ctx, budget: budget, c: c, sc: sc, req: QueryRequest{SQL: sql}, hintBudget: listHintBudget}
+			return q.budgetError()
+		}
+		return dbError(ctx, err)
+	}
+
+	sql, args := pl.pageSQL(after, opts.Limit+1) // one more row tells whether a next page exists
+	args = append(args, opts.Offset)
+	maxBytes, size := s.opts.QueryMaxBytes, 0
+	last := make([]any, len(pl.order))
+	more := false
+	stop := errors.New("stop")
+	err = c.query(sql, args, func(st *sqlite3.Stmt) error {
+		if len(list.Rows) == opts.Limit {
+			more = true
+			return stop
+		}
+		row := make(Row, pl.out)
+		rowSize := 0
+		for i, col := range pl.sel[:pl.out] {
+			v := columnValue(st, i)
+			rowSize += encodedSize(col.Name, v)
+			row[col.Name] = v
+		}
+		if size+rowSize > maxBytes {
+			if len(list.Rows) == 0 {
+				return errorf(ErrQueryResultTooLarge, "a row of table %q takes more than the result budget of %d bytes; select fewer columns", pl.t.Name, maxBytes)
+			}
+			list.Truncated, more = true, true
+			return stop
+		}
+		size += rowSize
+		list.Rows = append(list.Rows, row)
+		for k, o := range pl.order {
+			if o.at < pl.out {
+				last[k] = row[o.col.Name]
+			} else {
+				last[k] = columnValue(st, o.at)
+			}
+		}
+		return nil
+	})
+	if err != nil && err != stop {
+		if ErrorCode(err) == ErrQueryResultTooLarge {
+			return list, err
+		}
+		return list, fail(sql, err)
+	}
+	if more {
+		list.NextCursor = encodeCursor(key, pl.binding, last)
+	}
+	if opts.Count == CountNone {
+		return list, nil
+	}
+	total, err := s.listCount(c, pl)
+	if err != nil {
+		return list, fail(`SELECT count(*) FROM `+pl.t.quoted+pl.whereSQL, err)
+	}
+	list.Total = &total
+	return list, nil
+}
+
+// listCount counts the rows the plan's where matches: the kept count when
+// there is no where, else COUNT(*).
+func (s *Store) listCount(c *conn, pl *listPlan) (n int64, err error) {
+	if pl.whereSQL == "" {
+		n, ok, err := rowCount(c, pl.t)
+		if err != nil || ok {
+			return n, err
+		}
+	}
+	_, err = c.queryRow(`SELECT count(*) FROM `+pl.t.quoted+pl.whereSQL, pl.whereArgs, func(st *sqlite3.Stmt) error {
+		n = st.ColumnInt64(0)
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,140 @@
+package projectdata_test
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// bigValueStore returns a Store whose table big holds 60 rows, each with a
+// value of size bytes.
+func bigValueStore(t *testing.T, opts *projectdata.Options, size int) *projectdata.Store {
+	t.Helper()
+	s, _ := pdtest.NewProject(t, opts)
+	createTable(t, s, "big", projectdata.ColumnDef{Name: "v"})
+	value := strings.Repeat("x", size)
+	for range 6 {
+		batch := make([]projectdata.Row, 10)
+		for i := range batch {
+			batch[i] = projectdata.Row{"v": value}
+		}
+		if _, err := s.Insert(ctx, "acme", "big", batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// allocated returns the bytes fn allocates.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestListResultBudget is the regression of issue 11, item 1: a list of a
+// 60-row table of 8 MB values built the whole 480 MB page (3 GB encoded).
+// Now the page stops at the result budget, and continues by cursor.
+func TestListResultBudget(t *testing.T) {
+	t.Run("PagesStopAtTheBudget", func(t *testing.T) {
+		is := is.New(t)
+		const size = 512 << 10
+		s := bigValueStore(t, nil, size) // the default budget, 4 MiB, holds 7 rows
+		var l projectdata.RecordList
+		alloc := allocated(func() {
+			var err error
+			l, err = s.ListRecords(ctx, "acme", "big", projectdata.ListOptions{})
+			is.NoErr(err)
+		})
+		is.Equal(len(l.Rows), 7)
+		is.True(l.Truncated)
+		is.True(l.NextCursor != "")
+		is.Equal(*l.Total, int64(60))
+		is.True(alloc < 16<<20) // at most the budget and one row, not the 30 MB of the table
+		seen := 0
+		for row, err := range s.Rows(ctx, "acme", "big", projectdata.ListOptions{}) {
+			is.NoErr(err)
+			is.Equal(len(row["v"].(string)), size)
+			seen++
+		}
+		is.Equal(seen, 60) // the truncated pages continue where they stopped
+	})
+	t.Run("ARowOverTheBudgetIs413", func(t *testing.T) {
+		s := bigValueStore(t, &projectdata.Options{QueryMaxBytes: 256 << 10}, 512<<10)
+		_, err := s.ListRecords(ctx, "acme", "big", projectdata.ListOptions{})
+		pdtest.Code(t, err, projectdata.ErrQueryResultTooLarge)
+		l, err := s.ListRecords(ctx, "acme", "big", projectdata.ListOptions{Columns: []string{"id"}})
+		if err != nil || len(l.Rows) != 60 || l.Truncated {
+			t.Fatalf("without the big column: %d rows, truncated %v, err %v", len(l.Rows), l.Truncated, err)
+		}
+	})
+	t.Run("SixtyRowsOf8MB", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("writes 480 MB; the 512 KiB version above runs with -short")
+		}
+		is := is.New(t)
+		s := bigValueStore(t, &projectdata.Options{QueryMaxBytes: 20 << 20}, 8<<20)
+		var l projectdata.RecordList
+		alloc := allocated(func() {
+			var err error
+			l, err = s.ListRecords(ctx, "acme", "big", projectdata.ListOptions{})
+			is.NoErr(err)
+		})
+		is.Equal(len(l.Rows), 2)
+		is.True(l.Truncated)
+		is.True(alloc < 64<<20)
+	})
+}
+
+func TestListTimeBudget(t *testing.T) {
+	t.Run("OutOfBudgetIs422WithTheIndexHint", func(t *testing.T) {
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, &projectdata.Options{QueryTimeout: time.Nanosecond})
+		createTable(t, s, "events", projectdata.ColumnDef{Name: "n", Type: "INTEGER"})
+		batch := make([]projectdata.Row, 5000)
+		for i := range batch {
+			batch[i] = projectdata.Row{"n": len(batch) - i}
+		}
+		_, err := s.Insert(ctx, "acme", "events", batch)
+		is.NoErr(err)
+		for _, opts := range []projectdata.ListOptions{
+			{Order: "n"},
+			{Where: where(t, `[{"column":"n","op":">","value":7}]`), Count: projectdata.CountExact, Limit: 1},
+		} {
+			_, err = s.ListRecords(ctx, "acme", "events", opts)
+			pdtest.Code(t, err, projectdata.ErrQueryBudgetExceeded)
+			is.True(strings.Contains(err.Error(), "events")) // the hint names the table scanned in full
+			is.True(strings.Contains(err.Error(), "index"))  // and says what helps
+		}
+	})
+	t.Run("UnindexedOrderOnABigTableFitsTheDefaultBudget", func(t *testing.T) {
+		if testing.Short() || raceEnabled {
+			t.Skip("builds 300,000 rows")
+		}
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, nil)
+		createTable(t, s, "events", projectdata.ColumnDef{Name: "n", Type: "INTEGER"})
+		batch := make([]projectdata.Row, 10000)
+		for k := range 30 {
+			for i := range batch {
+				batch[i] = projectdata.Row{"n": (k*10000 + i) * 7919 % 300000}
+			}
+			_, err := s.Insert(ctx, "acme", "events", batch)
+			is.NoErr(err)
+		}
+		l, err := s.ListRecords(ctx, "acme", "events", projectdata.ListOptions{Order: "-n", Limit: 20})
+		is.NoErr(err)
+		is.Equal(l.Rows[0]["n"], int64(299999))
+		l, err = s.ListRecords(ctx, "acme", "events", projectdata.ListOptions{Order: "-n", Limit: 20, After: l.NextCursor})
+		is.NoErr(err)
+		is.Equal(l.Rows[0]["n"], int64(299979))
+	})
+}

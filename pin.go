@@ -1,0 +1,50 @@
+package projectdata
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// pinKey is the context key of a pinned project.
+type pinKey struct{}
+
+// pin is a project held open for the operations run with one context.
+type pin struct {
+	store    *Store
+	p        *project
+	released atomic.Bool
+}
+
+// Pin opens the project and keeps it open until release is called. The
+// Store's operations on that project run with the returned context (or one
+// derived from it) use the open project directly instead of looking it up
+// again: an HTTP request pins its project once, for its authentication and
+// its operation. Call release exactly once, when those operations have
+// returned; the context must not be used for Store operations afterwards
+// (they would look the project up again). Close waits for pinned projects
+// to be released.
+//
+// Errors: ErrInvalidProjectSlug, ErrProjectNotFound, ErrStoreClosed.
+func (s *Store) Pin(ctx context.Context, slug string) (context.Context, func(), error) {
+	p, err := s.acquire(ctx, slug)
+	if err != nil {
+		return ctx, func() {}, busyIfExhausted(err)
+	}
+	pn := &pin{store: s, p: p}
+	release := func() {
+		if pn.released.CompareAndSwap(false, true) {
+			s.release(p)
+		}
+	}
+	return context.WithValue(ctx, pinKey{}, pn), release, nil
+}
+
+// pinned returns the project that ctx pinned, if it is the Store's project
+// with the slug and still pinned.
+func (s *Store) pinned(ctx context.Context, slug string) (*project, bool) {
+	pn, ok := ctx.Value(pinKey{}).(*pin)
+	if !ok || pn.store != s || pn.p.slug != slug || pn.released.Load() {
+		return nil, false
+	}
+	return pn.p, true
+}

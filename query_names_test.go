@@ -1,0 +1,90 @@
+package projectdata_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// TestTableValuedFunctionNamesAreRefused: a table of such a name would
+// shadow the function in every query of the project.
+func TestTableValuedFunctionNamesAreRefused(t *testing.T) {
+	f := newQueryFixture(t, nil, 3)
+	for _, name := range []string{"json_each", "JSON_TREE", "jsonb_each", "jsonb_tree", "generate_series", "pragma_table_info", "Pragma_anything"} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := f.s.CreateTable(ctx, "acme", projectdata.TableDef{Name: name})
+			pdtest.Code(t, err, projectdata.ErrInvalidTableName)
+		})
+	}
+	t.Run("TheFunctionsStillWork", func(t *testing.T) {
+		is := is.New(t)
+		res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT (SELECT count(*) FROM json_each('[1,2]')) + (SELECT count(*) FROM generate_series(1, 3)) AS n`})
+		is.NoErr(err)
+		is.Equal(res.Rows[0]["n"], int64(5))
+	})
+}
+
+// TestInDoesNotDependOnATableName: a table named json_each that exists
+// already (made before names were checked) does not break in and not_in.
+func TestInDoesNotDependOnATableName(t *testing.T) {
+	is := is.New(t)
+	f := newQueryFixture(t, nil, 10)
+	_, _, err := f.s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "legacy", Columns: []projectdata.ColumnDef{{Name: "value", Type: "INTEGER"}}})
+	is.NoErr(err)
+	pdtest.Exec(t, f.raw, `BEGIN; ALTER TABLE legacy RENAME TO json_each; UPDATE _pd_tables SET name = 'json_each' WHERE name = 'legacy';
+		UPDATE _pd_registry SET version = version + 1; COMMIT`)
+	for _, op := range []projectdata.WhereOp{projectdata.WhereIn, projectdata.WhereNotIn} {
+		res, err := f.s.UpdateRecords(ctx, "acme", "orders", projectdata.BulkUpdate{
+			Data:  projectdata.Row{"update_count": 1},
+			Where: projectdata.Where{{Column: "qty", Op: op, Value: []any{1, 2}}},
+		})
+		is.NoErr(err)
+		is.True(res.AffectedRows > 0)
+	}
+}
+
+// TestPragmaFunctionsAreDeniedWhateverTheSelect: SQLite checks a pragma
+// function read through count(*) only while stepping; the sandbox denies
+// it first, and both layers answer query_table_denied.
+func TestPragmaFunctionsAreDeniedWhateverTheSelect(t *testing.T) {
+	f := newQueryFixture(t, nil, 3)
+	for _, sql := range []string{
+		`SELECT count(*) FROM pragma_table_info('_pd_tokens')`,
+		`SELECT * FROM pragma_table_info('_pd_tokens')`,
+		`SELECT count(*) FROM pragma_module_list`,
+		`SELECT count(*) FROM PRAGMA_TABLE_LIST`,
+		`SELECT count(*) FROM main.pragma_table_info('orders')`,
+		`SELECT (SELECT count(*) FROM pragma_index_list('orders')) AS n`,
+	} {
+		t.Run(sql, func(t *testing.T) {
+			_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: sql})
+			pdtest.Code(t, err, projectdata.ErrQueryTableDenied)
+		})
+	}
+}
+
+// TestSQLErrorsKeepSQLiteWords: the message of a bad statement is SQLite's
+// own explanation, whole.
+func TestSQLErrorsKeepSQLiteWords(t *testing.T) {
+	f := newQueryFixture(t, nil, 3)
+	cases := []struct{ sql, words string }{
+		{`SELECT * FROM nope`, "no such table: nope"},
+		{`SELECT nme FROM orders`, "no such column: nme"},
+		{`SELECT FROM orders`, `near "FROM": syntax error`},
+		{`SELECT abs(1, 2)`, "wrong number of arguments to function abs()"},
+	}
+	for _, c := range cases {
+		t.Run(c.sql, func(t *testing.T) {
+			is := is.New(t)
+			_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: c.sql})
+			pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+			is.True(strings.Contains(err.Error(), c.words)) // SQLite's words
+			is.True(!strings.Contains(err.Error(), "sqlite3"))
+			is.True(!strings.Contains(err.Error(), "SQL logic error"))
+		})
+	}
+}

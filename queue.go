@@ -1,0 +1,91 @@
+package projectdata
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/pkg/errors"
+)
+
+// queueStats counts the operations that had to wait for a connection of
+// their project (the writer, or a reader slot), and how long they waited in
+// all. Its fields are updated atomically.
+type queueStats struct {
+	waits atomic.Int64
+	nanos atomic.Int64
+}
+
+// enter takes a slot of sem (a project's readers or its writer), waiting at
+// most Options.QueueTimeout: a longer wait is ErrServerBusy, so that a
+// crowd of slow requests makes others retry rather than pile up. A wait is
+// counted in the Store's Stats; taking a free slot is not.
+func (p *project) enter(ctx context.Context, sem chan struct{}, what string) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	default:
+	}
+	start := time.Now()
+	defer func() {
+		p.store.queue.waits.Add(1)
+		p.store.queue.nanos.Add(int64(time.Since(start)))
+	}()
+	t := time.NewTimer(p.store.opts.QueueTimeout)
+	defer t.Stop()
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return errorf(ErrServerBusy, "project %q is busy: no %s came free within %s; retry", p.slug, what, p.store.opts.QueueTimeout)
+	}
+}
+
+// tryEnter takes a slot of sem if one is free now.
+func tryEnter(sem chan struct{}) bool {
+	select {
+	case sem <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// tryWrite runs fn as write does if the writer is free now, and reports
+// whether it ran: for work that is skipped rather than waited for.
+func (p *project) tryWrite(ctx context.Context, fn func(c *conn) error) (bool, error) {
+	if !tryEnter(p.wsem) {
+		return false, nil
+	}
+	defer func() { <-p.wsem }()
+	r := &writeRequest{ctx: ctx, fn: fn, alone: true, done: make(chan struct{})}
+	p.runAlone(r)
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	return true, r.err
+}
+
+// readAuth runs fn on the project's connection for authentication, a
+// read-only connection of its own: a token check never waits behind the
+// queries that hold the readers, nor behind the writer. Its checks are
+// point reads, so one connection serves them in turn.
+func (p *project) readAuth(ctx context.Context, fn func(c *conn) error) error {
+	if err := p.enter(ctx, p.asem, "authentication connection"); err != nil {
+		return err
+	}
+	defer func() { <-p.asem }()
+	if p.auth == nil {
+		c, err := openConn(p.dbPath(), true, p.store.opts.BusyTimeout)
+		if err != nil {
+			return errors.Wrapf(err, "open authentication connection of project %q", p.slug)
+		}
+		p.store.heap.track(c)
+		p.auth = c
+	}
+	old := p.auth.db.SetInterrupt(ctx)
+	defer p.auth.db.SetInterrupt(old)
+	return fn(p.auth)
+}

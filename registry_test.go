@@ -1,0 +1,136 @@
+package projectdata_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// TestRegistryIsCurrentAcrossStores shows that a Store sees the schema
+// changes another Store on the same folder commits, at once: each
+// connection checks the registry version in its own snapshot before it
+// trusts its cached registry.
+func TestRegistryIsCurrentAcrossStores(t *testing.T) {
+	is := is.New(t)
+	a, dir := pdtest.Open(t, nil)
+	b, err := projectdata.Open(dir, nil)
+	is.NoErr(err)
+	defer b.Close()
+	_, _, err = a.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = a.CreateTable(ctx, "acme", projectdata.TableDef{Name: "t1", Columns: []projectdata.ColumnDef{{Name: "qty", Type: "INTEGER"}}})
+	is.NoErr(err)
+
+	// B caches the registry on its readers and on its writer.
+	_, err = b.Insert(ctx, "acme", "t1", []projectdata.Row{{"qty": 1}})
+	is.NoErr(err)
+	_, err = b.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT qty FROM t1"})
+	is.NoErr(err)
+	_, err = b.GetTable(ctx, "acme", "t1")
+	is.NoErr(err)
+
+	// A changes the schema, and the registry alone (a display name).
+	_, _, err = a.CreateTable(ctx, "acme", projectdata.TableDef{Name: "t2"})
+	is.NoErr(err)
+	_, err = a.AddColumn(ctx, "acme", "t1", projectdata.ColumnDef{Name: "note"})
+	is.NoErr(err)
+	shown := "Orders"
+	_, err = a.UpdateTable(ctx, "acme", "t1", projectdata.TableUpdate{DisplayName: projectdata.SetTo(&shown)})
+	is.NoErr(err)
+
+	t.Run("NewTableIsFound", func(t *testing.T) {
+		is := is.New(t)
+		_, err := b.GetTable(ctx, "acme", "t2")
+		is.NoErr(err)
+	})
+	t.Run("NewColumnIsWritable", func(t *testing.T) {
+		is := is.New(t)
+		_, err := b.Insert(ctx, "acme", "t1", []projectdata.Row{{"qty": 2, "note": "x"}})
+		is.NoErr(err)
+	})
+	t.Run("NewTableIsQueryable", func(t *testing.T) {
+		is := is.New(t)
+		_, err := b.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT * FROM t2"})
+		is.NoErr(err)
+	})
+	t.Run("NewColumnIsListed", func(t *testing.T) {
+		is := is.New(t)
+		_, cols, err := b.ListColumns(ctx, "acme", "t1")
+		is.NoErr(err)
+		is.Equal(len(cols), 3) // id, qty, note
+	})
+	t.Run("RegistryOnlyChangeIsSeen", func(t *testing.T) {
+		is := is.New(t)
+		tbl, err := b.GetTable(ctx, "acme", "t1")
+		is.NoErr(err)
+		is.True(tbl.DisplayName != nil && *tbl.DisplayName == "Orders")
+	})
+	t.Run("DeletedTableIsGone", func(t *testing.T) {
+		is := is.New(t)
+		_, err := b.GetTable(ctx, "acme", "t2") // cached with t2
+		is.NoErr(err)
+		_, err = a.DeleteTable(ctx, "acme", "t2")
+		is.NoErr(err)
+		_, err = b.GetTable(ctx, "acme", "t2")
+		pdtest.Code(t, err, projectdata.ErrTableNotFound)
+		_, err = b.Insert(ctx, "acme", "t2", []projectdata.Row{{}})
+		pdtest.Code(t, err, projectdata.ErrTableNotFound)
+	})
+}
+
+// TestRegistryLoadsFromOneSnapshot churns a table (created, deleted, again)
+// while other goroutines read it: every registry load reads one snapshot,
+// so no read fails with an internal error, whatever the interleaving.
+func TestRegistryLoadsFromOneSnapshot(t *testing.T) {
+	cycles := 2000
+	if testing.Short() {
+		cycles = 300
+	}
+	is := is.New(t)
+	s, _ := pdtest.Open(t, nil)
+	_, _, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	done := make(chan struct{})
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		internal []error
+	)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				_, err := s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT count(*) FROM churn"})
+				if err == nil {
+					_, _, err = s.ListColumns(ctx, "acme", "churn")
+				}
+				if projectdata.ErrorCode(err) == projectdata.ErrInternal {
+					mu.Lock()
+					internal = append(internal, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range cycles {
+		cols := []projectdata.ColumnDef{{Name: fmt.Sprintf("c%d", i)}, {Name: "v", Type: "INTEGER"}}
+		_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "churn", Columns: cols})
+		is.NoErr(err)
+		_, err = s.DeleteTable(ctx, "acme", "churn")
+		is.NoErr(err)
+	}
+	close(done)
+	wg.Wait()
+	is.Equal(internal, nil) // no read failed with an internal error
+}

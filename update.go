@@ -1,0 +1,87 @@
+package projectdata
+
+import (
+	"context"
+	"strings"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// UpdateRecord sets the columns of data in the row of a table whose
+// primary key is id (as in GetRecord) and returns the row after the
+// update. The values are checked as an insert's are; data may change the
+// key itself.
+//
+// Errors: ErrInvalidRequest (empty data, a column given twice),
+// ErrColumnNotFound, ErrInvalidColumnValue, ErrUniqueViolation,
+// ErrNotNullViolation, ErrRecordNotFound, ErrTableNotFound,
+// ErrProjectNotFound, ErrPermissionDenied.
+func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, data Row) (Row, error) {
+	var row Row
+	call := writeCall{op: OpUpdateRecord, args: []any{table, id, data}, results: []any{&row}}
+	err := s.withWrite(ctx, slug, call, func(ctx context.Context, p *project) error {
+		if len(data) == 0 {
+			return errorf(ErrInvalidRequest, "the body must be a non-empty object of column name to new value")
+		}
+		return p.write(ctx, func(c *conn) error {
+			sc, err := p.schemaFor(c)
+			if err != nil {
+				return err
+			}
+			t, k, err := tableAndKey(sc, table, id)
+			if err != nil {
+				return err
+			}
+			vals, err := t.rowValues(data, nil)
+			if err != nil {
+				return err
+			}
+			var sql strings.Builder
+			args := make([]any, 0, len(vals)+1)
+			sql.WriteString("UPDATE ")
+			sql.WriteString(t.quoted)
+			for i, cv := range vals {
+				if i == 0 {
+					sql.WriteString(" SET ")
+				} else {
+					sql.WriteString(", ")
+				}
+				sql.WriteString(cv.col.quoted)
+				sql.WriteString(" = ?")
+				args = append(args, cv.val)
+			}
+			sql.WriteString(" WHERE ")
+			sql.WriteString(t.pk.quoted)
+			sql.WriteString(" = ? RETURNING ")
+			for i, col := range t.columns {
+				if i > 0 {
+					sql.WriteString(", ")
+				}
+				sql.WriteString(col.quoted)
+			}
+			args = append(args, k)
+			scratch := make([]any, len(t.columns))
+			found, err := c.queryRow(sql.String(), args, func(st *sqlite3.Stmt) (err error) {
+				row, err = t.scanRow(st, scratch)
+				return err
+			})
+			if err != nil {
+				err = dbError(ctx, err)
+				if code := ErrorCode(err); code != ErrInternal {
+					err = errorf(code, "table %q: %s", t.Name, err)
+				}
+				return err
+			}
+			if !found {
+				return errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
+			}
+			w := newImageWriter(t, nil)
+			w.add(scratch) // the row after the update, in column order
+			return c.appendChange(w.record(ChangeUpdate))
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return row, nil
+}

@@ -1,0 +1,74 @@
+package projectdata_test
+
+import (
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+func TestUpdateRecord(t *testing.T) {
+	t.Run("ReturnsTheUpdatedRow", func(t *testing.T) {
+		is := is.New(t)
+		s := peopleStore(t)
+		row, err := s.UpdateRecord(ctx, "acme", "people", "2", projectdata.Row{"age": "41", "TAG": "x"})
+		is.NoErr(err)
+		is.Equal(row, projectdata.Row{"id": int64(2), "name": "bob", "age": int64(41), "score": nil, "code": "7", "tag": "x"})
+		got, err := s.GetRecord(ctx, "acme", "people", 2)
+		is.NoErr(err)
+		is.Equal(got, row)
+		other, err := s.GetRecord(ctx, "acme", "people", 1)
+		is.NoErr(err)
+		is.Equal(other["tag"], nil) // one row only
+	})
+	t.Run("CanSetNull", func(t *testing.T) {
+		is := is.New(t)
+		s := peopleStore(t)
+		row, err := s.UpdateRecord(ctx, "acme", "people", 1, projectdata.Row{"score": nil})
+		is.NoErr(err)
+		is.Equal(row["score"], nil)
+	})
+	cases := []struct {
+		name string
+		id   any
+		data projectdata.Row
+		code projectdata.Code
+	}{
+		{"UnknownID", 99, projectdata.Row{"age": 1}, projectdata.ErrRecordNotFound},
+		{"IDNotAKey", "abc", projectdata.Row{"age": 1}, projectdata.ErrRecordNotFound},
+		{"EmptyData", 1, projectdata.Row{}, projectdata.ErrInvalidRequest},
+		{"NilData", 1, nil, projectdata.ErrInvalidRequest},
+		{"ValueNotFittingItsColumn", 1, projectdata.Row{"age": "abc"}, projectdata.ErrInvalidColumnValue},
+		{"FractionIntoInteger", 1, projectdata.Row{"age": 1.5}, projectdata.ErrInvalidColumnValue},
+		{"NestedValue", 1, projectdata.Row{"tag": []any{"a"}}, projectdata.ErrInvalidColumnValue},
+		{"UnknownColumn", 1, projectdata.Row{"colour": "red"}, projectdata.ErrColumnNotFound},
+		{"ColumnTwice", 1, projectdata.Row{"age": 1, "AGE": 2}, projectdata.ErrInvalidRequest},
+		{"NullIntoNotNull", 1, projectdata.Row{"name": nil}, projectdata.ErrNotNullViolation},
+		{"DuplicateKey", 1, projectdata.Row{"id": 2}, projectdata.ErrUniqueViolation},
+	}
+	for _, c := range cases {
+		t.Run("Refuses"+c.name, func(t *testing.T) {
+			is := is.New(t)
+			s := peopleStore(t)
+			before, err := s.GetRecord(ctx, "acme", "people", 1)
+			is.NoErr(err)
+			_, err = s.UpdateRecord(ctx, "acme", "people", c.id, c.data)
+			pdtest.Code(t, err, c.code)
+			after, err := s.GetRecord(ctx, "acme", "people", 1)
+			is.NoErr(err)
+			is.Equal(after, before) // nothing written
+		})
+	}
+	t.Run("UnknownTable", func(t *testing.T) {
+		s := peopleStore(t)
+		_, err := s.UpdateRecord(ctx, "acme", "nope", 1, projectdata.Row{"age": 1})
+		pdtest.Code(t, err, projectdata.ErrTableNotFound)
+	})
+	t.Run("NeedsTheWriteRole", func(t *testing.T) {
+		s := peopleStore(t)
+		_, err := s.UpdateRecord(pdtest.As(t, s, projectdata.RoleRead), "acme", "people", 1, projectdata.Row{"age": 1})
+		pdtest.Code(t, err, projectdata.ErrPermissionDenied)
+	})
+}

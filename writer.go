@@ -1,0 +1,284 @@
+package projectdata
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/pkg/errors"
+)
+
+// Group commit. Writes to a project queue for its one writer connection.
+// Whoever gets the writer runs every queued write: consecutive ordinary
+// writes share one transaction, each in a savepoint of its own, so one
+// failure undoes only its own changes; a write is acknowledged (write
+// returns) only after the shared COMMIT. Schema and bulk changes
+// (writeAlone) run in a transaction of their own, as before.
+
+// writeRequest is one unit of work waiting for the writer connection.
+type writeRequest struct {
+	ctx   context.Context
+	fn    func(c *conn) error
+	alone bool // runs in its own transaction, interruptible by ctx
+
+	changed  bool // fn logged changes (see loggingChanges)
+	err      error
+	panicked any           // a panic of fn, raised again in the caller
+	done     chan struct{} // closed when err and panicked are final
+}
+
+// writeQueue holds the writes waiting for the writer connection.
+type writeQueue struct {
+	mu      sync.Mutex
+	pending []*writeRequest
+}
+
+// remove takes r out of the queue, unless a runner has taken it.
+func (q *writeQueue) remove(r *writeRequest) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, x := range q.pending {
+		if x == r {
+			q.pending = append(q.pending[:i], q.pending[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// take empties the queue and returns what it held.
+func (q *writeQueue) take() []*writeRequest {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	reqs := q.pending
+	q.pending = nil
+	return reqs
+}
+
+// write runs fn on the writer connection inside a transaction: all of fn's
+// changes commit together, or none do (on error, panic, or ctx ending
+// before fn ran). Concurrent writes may share the
+// transaction, each in its own savepoint; write returns once that
+// transaction committed. fn must not keep its conn, and must write through
+// it everything that has to commit with its effect.
+func (p *project) write(ctx context.Context, fn func(c *conn) error) error {
+	return p.submit(ctx, fn, false)
+}
+
+// writeAlone is write in a transaction of its own, interruptible by ctx:
+// for schema changes (which other writes must not see uncommitted) and
+// bulk changes (which may run long).
+func (p *project) writeAlone(ctx context.Context, fn func(c *conn) error) error {
+	return p.submit(ctx, fn, true)
+}
+
+// submit queues the write and waits for its outcome: it becomes the runner
+// when it gets the writer, else another runner takes it. A write still in
+// the queue when ctx ends is dropped with ctx's error; one still there
+// after Options.QueueTimeout, with ErrServerBusy.
+func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fn = recordingAnswer(ctx, fn) // an idempotent operation's answer commits with its effect
+	r := &writeRequest{ctx: ctx, alone: alone, done: make(chan struct{})}
+	r.fn = p.loggingChanges(r, fn)
+	p.wq.mu.Lock()
+	p.wq.pending = append(p.wq.pending, r)
+	p.wq.mu.Unlock()
+	select {
+	case p.wsem <- struct{}{}:
+		p.runQueued()
+		<-p.wsem
+	default:
+		// Waiting: for a place in a group or for the writer, at most
+		// Options.QueueTimeout, counted in the Store's Stats.
+		start := time.Now()
+		t := time.NewTimer(p.store.opts.QueueTimeout)
+		select {
+		case p.wsem <- struct{}{}:
+			p.runQueued()
+			<-p.wsem
+		case <-r.done:
+		case <-ctx.Done():
+			if p.wq.remove(r) {
+				return ctx.Err()
+			}
+		case <-t.C:
+			if p.wq.remove(r) {
+				return errorf(ErrServerBusy, "project %q is busy: the writer did not come free within %s; retry", p.slug, p.store.opts.QueueTimeout)
+			}
+		}
+		t.Stop()
+		p.store.queue.waits.Add(1)
+		p.store.queue.nanos.Add(int64(time.Since(start)))
+	}
+	// Taken by a runner (this one or another, which closes done before
+	// it lets the writer go).
+	<-r.done
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	if r.err == nil && r.changed {
+		p.store.changesCommitted(p) // after the commit: followers may read it
+	}
+	return r.err
+}
+
+// loggingChanges wraps the fn of r as one unit of work of the change log:
+// its changes share a timestamp, and r notes whether it logged any.
+func (p *project) loggingChanges(r *writeRequest, fn func(c *conn) error) func(c *conn) error {
+	return func(c *conn) error {
+		c.beginUnit(p.store.now(), p.store.opts.changeLogOff)
+		if err := fn(c); err != nil {
+			return err
+		}
+		r.changed = c.changes.records > 0
+		return c.checkChangeLog()
+	}
+}
+
+// runQueued runs every queued write, holding the writer.
+func (p *project) runQueued() {
+	reqs := p.wq.take()
+	for len(reqs) > 0 {
+		if reqs[0].alone {
+			p.runAlone(reqs[0])
+			reqs = reqs[1:]
+			continue
+		}
+		n := 1
+		for n < len(reqs) && n < p.store.opts.MaxWriteGroup && !reqs[n].alone {
+			n++
+		}
+		p.runGroup(reqs[:n])
+		reqs = reqs[n:]
+	}
+}
+
+// runAlone runs one write in its own immediate transaction, with SQLite
+// interrupted when its context ends.
+func (p *project) runAlone(r *writeRequest) {
+	defer close(r.done)
+	defer func() {
+		if v := recover(); v != nil {
+			r.panicked = v
+		}
+	}()
+	if r.err = r.ctx.Err(); r.err != nil {
+		return
+	}
+	r.err = func() (err error) {
+		c := p.writer
+		old := c.db.SetInterrupt(r.ctx)
+		defer c.db.SetInterrupt(old)
+		tx, err := c.db.BeginImmediate()
+		if err != nil {
+			return dbError(r.ctx, err)
+		}
+		defer tx.End(&err)
+		return r.fn(c)
+	}()
+}
+
+// runGroup runs writes in one immediate transaction, each in a savepoint,
+// and commits them together. A write whose context ended before it ran is
+// skipped with its context's error; one whose fn finished commits with the
+// group.
+func (p *project) runGroup(reqs []*writeRequest) {
+	c := p.writer
+	defer func() {
+		for _, r := range reqs {
+			close(r.done)
+		}
+	}()
+	begin := func(rest []*writeRequest) bool {
+		if err := c.exec(`BEGIN IMMEDIATE`); err != nil {
+			for _, r := range rest {
+				r.err = dbError(r.ctx, err)
+			}
+			return false
+		}
+		return true
+	}
+	if !begin(reqs) {
+		return
+	}
+	var joined []*writeRequest // released into the transaction
+	for i, r := range reqs {
+		if r.err = r.ctx.Err(); r.err != nil {
+			continue
+		}
+		ok := p.runSavepoint(c, r)
+		if c.db.GetAutocommit() {
+			// SQLite rolled the whole transaction back (an I/O error, a
+			// full disk): the writes that had joined it are lost too.
+			for _, j := range joined {
+				j.err = errors.Wrap(cmpErr(r.err, errors.New("transaction lost")), "a write sharing the transaction failed")
+			}
+			joined = joined[:0]
+			if !begin(reqs[i+1:]) {
+				return
+			}
+			continue
+		}
+		if ok {
+			joined = append(joined, r)
+		}
+	}
+	if err := c.exec(`COMMIT`); err != nil {
+		for _, j := range joined {
+			j.err = dbError(j.ctx, err)
+		}
+		if !c.db.GetAutocommit() {
+			c.exec(`ROLLBACK`)
+		}
+	}
+}
+
+// cmpErr returns the first non-nil error.
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// runSavepoint runs one write of a group in a savepoint and reports
+// whether its changes joined the transaction.
+func (p *project) runSavepoint(c *conn, r *writeRequest) (joined bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.panicked = v
+			rollbackSavepoint(c)
+			joined = false
+		}
+	}()
+	if err := c.exec(`SAVEPOINT pd_write`); err != nil {
+		r.err = dbError(r.ctx, err)
+		return false
+	}
+	// A write whose fn finished commits even if its context ended since:
+	// the work is done, and undoing it would turn success into failure.
+	err := r.fn(c)
+	if err == nil {
+		err = c.exec(`RELEASE pd_write`)
+	}
+	if err != nil {
+		r.err = err
+		rollbackSavepoint(c)
+		return false
+	}
+	return true
+}
+
+// rollbackSavepoint undoes the changes since SAVEPOINT pd_write and ends
+// it; if that fails, it rolls the whole transaction back.
+func rollbackSavepoint(c *conn) {
+	if c.db.GetAutocommit() {
+		return
+	}
+	if c.exec(`ROLLBACK TO pd_write`) != nil || c.exec(`RELEASE pd_write`) != nil {
+		c.exec(`ROLLBACK`)
+	}
+}

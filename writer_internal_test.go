@@ -1,0 +1,232 @@
+package projectdata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+// writerTest is a project with a table t (id INTEGER PRIMARY KEY, v TEXT
+// UNIQUE) and a count of the writer's commits.
+type writerTest struct {
+	s       *Store
+	p       *project
+	commits atomic.Int64
+}
+
+func newWriterTest(t *testing.T) *writerTest {
+	t.Helper()
+	ctx := context.Background()
+	// No change log: its pruning would queue writes of its own.
+	s, err := Open(t.TempDir(), &Options{changeLogOff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, _, err := s.CreateProject(ctx, "acme", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CreateTable(ctx, "acme", TableDef{Name: "t", Columns: []ColumnDef{{Name: "v", Unique: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	pctx, release, err := s.Pin(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	p, _ := s.pinned(pctx, "acme")
+	w := &writerTest{s: s, p: p}
+	p.writer.db.CommitHook(func() bool { w.commits.Add(1); return true })
+	return w
+}
+
+// insert is a write that inserts one row with value v.
+func insert(v string) func(c *conn) error {
+	return func(c *conn) error { return c.exec(`INSERT INTO t (v) VALUES (?)`, v) }
+}
+
+// queued submits every write while the writer is held, so that they all
+// wait in the queue, then lets the writer go and returns each outcome (a
+// panic as an error starting "panic: ").
+func (w *writerTest) queued(t *testing.T, ctxs []context.Context, fns []func(c *conn) error, alone []bool) []error {
+	t.Helper()
+	w.p.wsem <- struct{}{}
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Go(func() {
+			defer func() {
+				if v := recover(); v != nil {
+					errs[i] = fmt.Errorf("panic: %v", v)
+				}
+			}()
+			errs[i] = w.p.submit(ctxs[i], fn, alone != nil && alone[i])
+		})
+		for { // queue in order
+			w.p.wq.mu.Lock()
+			n := len(w.p.wq.pending)
+			w.p.wq.mu.Unlock()
+			if n == i+1 {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	w.commits.Store(0)
+	<-w.p.wsem
+	wg.Wait()
+	return errs
+}
+
+// values returns the v of every row of t, in id order.
+func (w *writerTest) values(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	rows, err := w.s.ListRecords(context.Background(), "acme", "t", ListOptions{Order: "id", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows.Rows {
+		out = append(out, r["v"].(string))
+	}
+	return out
+}
+
+func background(n int) []context.Context {
+	ctxs := make([]context.Context, n)
+	for i := range ctxs {
+		ctxs[i] = context.Background()
+	}
+	return ctxs
+}
+
+func TestGroupCommit(t *testing.T) {
+	t.Run("ConcurrentWritesShareOneCommit", func(t *testing.T) {
+		is := is.New(t)
+		w := newWriterTest(t)
+		errs := w.queued(t, background(4), []func(c *conn) error{insert("a"), insert("b"), insert("c"), insert("d")}, nil)
+		for _, err := range errs {
+			is.NoErr(err)
+		}
+		is.Equal(w.commits.Load(), int64(1))
+		is.Equal(w.values(t), []string{"a", "b", "c", "d"})
+	})
+	t.Run("AFailureUndoesOnlyItsOwnChanges", func(t *testing.T) {
+		is := is.New(t)
+		w := newWriterTest(t)
+		boom := errors.New("boom")
+		failing := func(c *conn) error {
+			if err := insert("x")(c); err != nil {
+				return err
+			}
+			return boom // after writing a row
+		}
+		errs := w.queued(t, background(4), []func(c *conn) error{insert("a"), failing, insert("a"), insert("b")}, nil)
+		is.NoErr(errs[0])
+		is.True(errors.Is(errs[1], boom))
+		is.True(errs[2] != nil) // a duplicate of a, in the same transaction
+		is.NoErr(errs[3])
+		is.Equal(w.commits.Load(), int64(1))
+		is.Equal(w.values(t), []string{"a", "b"})
+	})
+	t.Run("APanicUndoesOnlyItsOwnChangesAndReachesItsCaller", func(t *testing.T) {
+		is := is.New(t)
+		w := newWriterTest(t)
+		panicking := func(c *conn) error {
+			insert("x")(c)
+			panic("bad write")
+		}
+		errs := w.queued(t, background(3), []func(c *conn) error{insert("a"), panicking, insert("b")}, nil)
+		is.NoErr(errs[0])
+		is.Equal(errs[1].Error(), "panic: bad write")
+		is.NoErr(errs[2])
+		is.Equal(w.values(t), []string{"a", "b"})
+	})
+	t.Run("ACancelledWriteThatFinishedCommitsAndOneCancelledInTheQueueIsDropped", func(t *testing.T) {
+		is := is.New(t)
+		w := newWriterTest(t)
+		ctxs := background(4)
+		var cancel context.CancelFunc
+		ctxs[1], cancel = context.WithCancel(context.Background())
+		cancelling := func(c *conn) error { // cancelled after its work, before the commit: it commits
+			err := insert("x")(c)
+			cancel()
+			return err
+		}
+		ended, end := context.WithCancel(context.Background())
+		end()
+		ctxs[2] = &endsLater{Context: context.Background(), after: ended} // ends while queued
+		errs := w.queued(t, ctxs, []func(c *conn) error{insert("a"), cancelling, insert("y"), insert("b")}, nil)
+		is.NoErr(errs[0])
+		is.NoErr(errs[1])
+		is.True(errors.Is(errs[2], context.Canceled))
+		is.NoErr(errs[3])
+		is.Equal(w.values(t), []string{"a", "x", "b"})
+	})
+	t.Run("AcknowledgedOnlyAfterTheCommit", func(t *testing.T) {
+		is := is.New(t)
+		w := newWriterTest(t)
+		var late atomic.Int64 // writes that returned with no commit after they ran
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				var ranAt int64
+				err := w.p.write(context.Background(), func(c *conn) error {
+					ranAt = w.commits.Load()
+					return insert(fmt.Sprint(i))(c)
+				})
+				if err != nil {
+					t.Error(err)
+				}
+				if w.commits.Load() == ranAt {
+					late.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		is.Equal(late.Load(), int64(0))
+		is.Equal(len(w.values(t)), 16)
+	})
+	t.Run("SchemaAndBulkChangesRunAlone", func(t *testing.T) {
+		is := is.New(t)
+		w := newWriterTest(t)
+		errs := w.queued(t, background(3), []func(c *conn) error{insert("a"), insert("b"), insert("c")}, []bool{false, true, false})
+		for _, err := range errs {
+			is.NoErr(err)
+		}
+		is.Equal(w.commits.Load(), int64(3))
+	})
+	t.Run("OneWriteGroupMeansOneCommitEach", func(t *testing.T) {
+		is := is.New(t)
+		w := newWriterTest(t)
+		w.s.opts.MaxWriteGroup = 1
+		errs := w.queued(t, background(3), []func(c *conn) error{insert("a"), insert("b"), insert("c")}, nil)
+		for _, err := range errs {
+			is.NoErr(err)
+		}
+		is.Equal(w.commits.Load(), int64(3))
+	})
+}
+
+// endsLater is a context that is live when a write is submitted and ended
+// (as after) from the second time its Err is asked on.
+type endsLater struct {
+	context.Context
+	after context.Context
+	asked atomic.Int64
+}
+
+func (e *endsLater) Err() error {
+	if e.asked.Add(1) > 1 {
+		return e.after.Err()
+	}
+	return nil
+}
+
+func (e *endsLater) Done() <-chan struct{} { return nil }
