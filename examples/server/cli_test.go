@@ -93,6 +93,8 @@ func TestUsageErrorsAreReportedOnce(t *testing.T) {
 		{[]string{"token", "list", "-data"}, "-data"},
 		{[]string{"token", "revoke", "acme"}, "usage: server token revoke"},
 		{[]string{"frobnicate"}, "frobnicate"},
+		{[]string{"project", "restore", "acme"}, "-from is required"},
+		{[]string{"project", "restore", "-from", "x.sqlite", "-at", "yesterday", "acme"}, "RFC 3339"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			is := is.New(t)
@@ -132,6 +134,7 @@ func TestCommandsOtherThanServeCreateNoDataFolder(t *testing.T) {
 		{"token", "create", "acme"},
 		{"token", "list", "acme"},
 		{"token", "revoke", "acme", "1"},
+		{"project", "restore", "-from", "snapshot.sqlite", "acme"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			is := is.New(t)
