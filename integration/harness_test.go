@@ -125,6 +125,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
 // s3Server is a versitygw process serving a folder over S3.
 type s3Server struct {
 	addr string
+	root string // the folder it serves; the bucket is a folder in it
 }
 
 // startS3 runs versitygw over a new folder holding one bucket.
@@ -152,7 +153,7 @@ func startS3(t *testing.T) *s3Server {
 		}
 		return err == nil
 	})
-	return &s3Server{addr: addr}
+	return &s3Server{addr: addr, root: root}
 }
 
 // url is the replica URL of prefix in the bucket.

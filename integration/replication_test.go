@@ -192,3 +192,36 @@ func TestLitestreamIsRestartedWhenItDies(t *testing.T) {
 	restored, _ := restoreAndServe(t, s3, "restart", "")
 	is.Equal(restored.client(token).batchCounts(), map[int]int{1: batchSize, 2: batchSize})
 }
+
+// TestMoveProjectWhileTheNodeServesOthers moves a project without stopping
+// the old node: writes to it stop, `server project sync` waits until the
+// replica holds every commit, the new node restores it; the old node goes
+// on serving its other project all along.
+func TestMoveProjectWhileTheNodeServesOthers(t *testing.T) {
+	is := is.New(t)
+	s3 := startS3(t)
+	old, oldDir, token := newReplicatedNode(t, s3, "node1")
+	other := runServerCmd(t, "project", "create", "-data", oldDir, "other")
+	c := old.client(token)
+	want := map[int]int{}
+	for n := 1; n <= 30; n++ {
+		is.NoErr(c.insertBatch(n))
+		want[n] = batchSize
+	}
+	// Writes have stopped: the final sync, at once (Litestream would
+	// upload them within its sync interval anyway; this waits for it).
+	runServerCmd(t, "project", "sync", "-data", oldDir, "acme")
+
+	newDir := t.TempDir()
+	runServerCmd(t, "project", "restore", "-data", newDir, "-litestream", tools.litestream, "-from", s3.dbURL("node1", "acme"), "acme")
+	node2 := startServer(t, newDir, "-replica", s3.url("node2"))
+	is.Equal(node2.client(token).batchCounts(), want)
+
+	var p struct {
+		Project struct {
+			Slug string `json:"project_slug"`
+		} `json:"project"`
+	}
+	old.client(other).must("GET", "/projects/other", nil, &p) // the old node still serves
+	is.Equal(p.Project.Slug, "other")
+}

@@ -135,6 +135,7 @@ func TestCommandsOtherThanServeCreateNoDataFolder(t *testing.T) {
 		{"token", "list", "acme"},
 		{"token", "revoke", "acme", "1"},
 		{"project", "restore", "-from", "snapshot.sqlite", "acme"},
+		{"project", "sync", "acme"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			is := is.New(t)

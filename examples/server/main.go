@@ -4,6 +4,7 @@
 //	server project create [-data DIR] [-name NAME] SLUG
 //	server project list [-data DIR]
 //	server project restore [-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] SLUG
+//	server project sync [-data DIR] SLUG
 //	server token create [-data DIR] [-role admin|write|read] [-name NAME] SLUG
 //	server token list [-data DIR] SLUG
 //	server token revoke [-data DIR] SLUG TOKEN_ID
@@ -49,6 +50,7 @@ func init() {
 		{"project create", "[-data DIR] [-name NAME] SLUG", "create a project; print its first admin token", projectCreate},
 		{"project list", "[-data DIR]", "list the projects", projectList},
 		{"project restore", "[-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] [-litestream BIN] SLUG", "restore a project from a snapshot file or a Litestream replica", projectRestore},
+		{"project sync", "[-data DIR] [-timeout 1m] SLUG", "wait until the replica of a server serving with -replica holds every commit of a project", projectSync},
 		{"token create", "[-data DIR] [-role admin|write|read] [-name NAME] SLUG", "create a token; print its secret", tokenCreate},
 		{"token list", "[-data DIR] SLUG", "list a project's tokens (never their secrets)", tokenList},
 		{"token revoke", "[-data DIR] SLUG TOKEN_ID", "revoke a token; a running server refuses it at once", tokenRevoke},

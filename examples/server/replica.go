@@ -146,6 +146,28 @@ type litestreamReplica struct {
 // maxSocketPath is the longest path a Unix socket may have (sun_path).
 const maxSocketPath = 100
 
+// controlSocket is the path of the control socket of the Litestream that
+// replicates the data folder dir (absolute): in its state folder, or in
+// the temporary folder when that path is too long for a socket.
+func controlSocket(dir string) string {
+	socket := filepath.Join(dir, litestreamStateName, "control.sock")
+	if len(socket) > maxSocketPath {
+		sum := sha256.Sum256([]byte(dir))
+		socket = filepath.Join(os.TempDir(), "projectdata-litestream-"+hex.EncodeToString(sum[:8])+".sock")
+	}
+	return socket
+}
+
+// controlClient is an HTTP client of Litestream's control socket.
+func controlClient(socket string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}}
+}
+
 // writeLitestreamConfig writes the configuration for the data folder dir
 // (absolute) and the replica URL into dir/.litestream/, and returns its
 // path and the control socket's. The file may hold credentials in the URL:
@@ -155,11 +177,7 @@ func writeLitestreamConfig(dir string, replica *url.URL) (config, socket string,
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return "", "", fmt.Errorf("create litestream state folder: %w", err)
 	}
-	socket = filepath.Join(state, "control.sock")
-	if len(socket) > maxSocketPath {
-		sum := sha256.Sum256([]byte(dir))
-		socket = filepath.Join(os.TempDir(), "projectdata-litestream-"+hex.EncodeToString(sum[:8])+".sock")
-	}
+	socket = controlSocket(dir)
 	var cfg litestreamConfig
 	cfg.Logging.Level, cfg.Logging.Stderr = "info", true
 	cfg.Socket.Enabled, cfg.Socket.Path, cfg.Socket.Permissions = true, socket, 0o600
@@ -330,12 +348,7 @@ func (r *replicator) flush(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	client := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", r.socket)
-		},
-	}}
+	client := controlClient(r.socket)
 	var first error
 	for _, db := range dbs {
 		if strings.HasPrefix(filepath.Base(filepath.Dir(db)), ".") {

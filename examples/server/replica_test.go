@@ -158,3 +158,19 @@ func TestProjectRestoreFromSnapshot(t *testing.T) {
 	_, err = store.Authenticate(ctx, "moved", tok.Token)
 	is.NoErr(err)
 }
+
+// TestProjectSyncNeedsAReplicatingServer: project sync of a folder that no
+// server replicates says so, and of a missing project too.
+func TestProjectSyncNeedsAReplicatingServer(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	is.NoErr(run(ctx, []string{"project", "create", "-data", dir, "acme"}, &out, &errOut))
+	err := run(ctx, []string{"project", "sync", "-data", dir, "acme"}, &out, &errOut)
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "no Litestream replicates"))
+	err = run(ctx, []string{"project", "sync", "-data", dir, "nope"}, &out, &errOut)
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "project nope does not exist"))
+}
