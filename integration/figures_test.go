@@ -129,7 +129,7 @@ func TestFigureRestoreOneGigabyte(t *testing.T) {
 	runServerCmd(t, "project", "restore", "-data", restored, "-litestream", tools.litestream, "-from", s3.dbURL("big", "acme"), "acme")
 	took := time.Since(start)
 	is.Equal(integrityCheck(t, filepath.Join(restored, "acme", "project.db")), "ok")
-	t.Logf("restore of a %.2f GB project from its S3 replica (versitygw on this disk): %v, of which integrity_check and the move into place; a plain cp of the file: %v: ratio %.1f",
+	t.Logf("restore of a %.2f GB project from its S3 replica (versitygw on this disk): %v, integrity_check and the move into place included; a plain cp of the file: %v: ratio %.1f",
 		float64(info.Size())/1e9, took.Round(time.Millisecond), copyTook.Round(time.Millisecond), took.Seconds()/copyTook.Seconds())
 }
 
