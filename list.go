@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +27,8 @@ type ListOptions struct {
 	Where Where
 	// Order is a comma-separated list of column names, each ascending or,
 	// with a "-" before it, descending ("-qty,item"); the primary key
-	// breaks ties. Empty: the primary key, ascending.
+	// breaks ties, in the direction of the last column. Empty: the
+	// primary key, ascending.
 	Order string
 	// Columns are the columns each row holds. Empty: every column.
 	Columns []string
@@ -211,7 +213,11 @@ func planList(t *tableInfo, opts ListOptions) (*listPlan, error) {
 		}
 	}
 	if !pl.ordersBy(t.pk) {
-		pl.addTerm(t.pk, false)
+		// The key goes the way of the last column: an order one index
+		// holds (an index holds the key after its columns) then reads the
+		// index forwards or backwards, with no sort.
+		desc := len(pl.order) > 0 && pl.order[len(pl.order)-1].desc
+		pl.addTerm(t.pk, desc)
 	}
 
 	var b strings.Builder
@@ -286,8 +292,49 @@ func (pl *listPlan) index(col *columnInfo) int {
 // arguments but the offset, which comes last. The limit is written into
 // the SQL, not bound: SQLite prepares a statement with a bound LIMIT again
 // on every run.
+//
+// The rows after a row are the union of disjoint ranges, one per column
+// of the order (see keysetArms). One range is one SELECT; several are
+// one SELECT each, of at most limit rows, joined by UNION ALL and ordered
+// again: each is a seek in an index on its leading columns, where a
+// single condition over all the columns would seek on the first one only
+// and then read every row that ties with the cursor on it.
 func (pl *listPlan) pageSQL(after []any, limit int) (string, []any) {
 	var b strings.Builder
+	var args []any
+	var arms []keysetArm
+	if after != nil {
+		arms = pl.keysetArms(after)
+	}
+	if len(arms) <= 1 {
+		var arm *keysetArm
+		if len(arms) == 1 {
+			arm = &arms[0]
+		} else if after != nil { // nothing comes after the cursor
+			arm = &keysetArm{sql: "0"}
+		}
+		args = pl.appendSelect(&b, args, arm, limit)
+		b.WriteString(" OFFSET ?")
+		return b.String(), args
+	}
+	for i := range arms {
+		if i > 0 {
+			b.WriteString(" UNION ALL ")
+		}
+		b.WriteString("SELECT * FROM (")
+		args = pl.appendSelect(&b, args, &arms[i], limit)
+		b.WriteString(")")
+	}
+	b.WriteString(pl.orderBy)
+	b.WriteString(" LIMIT ")
+	b.WriteString(strconv.Itoa(limit))
+	b.WriteString(" OFFSET ?")
+	return b.String(), args
+}
+
+// appendSelect writes the SELECT of the plan's columns and where, and arm
+// when not nil, in the plan's order, limited to limit rows.
+func (pl *listPlan) appendSelect(b *strings.Builder, args []any, arm *keysetArm, limit int) []any {
 	b.WriteString("SELECT ")
 	for i, col := range pl.sel {
 		if i > 0 {
@@ -298,114 +345,78 @@ func (pl *listPlan) pageSQL(after []any, limit int) (string, []any) {
 	b.WriteString(" FROM ")
 	b.WriteString(pl.t.quoted)
 	b.WriteString(pl.whereSQL)
-	args := append([]any(nil), pl.whereArgs...)
-	if after != nil {
+	args = append(args, pl.whereArgs...)
+	if arm != nil {
 		if pl.whereSQL == "" {
 			b.WriteString(" WHERE ")
 		} else {
 			b.WriteString(" AND ")
 		}
-		args = pl.appendKeyset(&b, args, after)
+		b.WriteString(arm.sql)
+		args = append(args, arm.args...)
 	}
 	b.WriteString(pl.orderBy)
 	b.WriteString(" LIMIT ")
 	b.WriteString(strconv.Itoa(limit))
-	b.WriteString(" OFFSET ?")
-	return b.String(), args
+	return args
 }
 
-// appendKeyset writes the condition selecting the rows that come after
-// the row with the order values vals, in SQLite's order (NULL first when
-// ascending, last when descending). When every column goes the same way,
-// no value is NULL and, descending, no column can hold NULL, that is one
-// row-value comparison, which SQLite turns into a seek in an index on the
-// columns:
+// keysetArm is one range of the rows after a cursor: a condition and its
+// arguments.
+type keysetArm struct {
+	sql  string
+	args []any
+}
+
+// keysetArms returns the ranges of the rows that come after the row with
+// the order values vals, in SQLite's order (NULL first when ascending,
+// last when descending), from the nearest to the farthest: for each
+// column i of the order, the rows equal to vals on the columns before i
+// and after vals[i] on column i,
 //
-//	(o1, o2, …) > (v1, v2, …)
+//	o1 IS v1 AND … AND o(i-1) IS v(i-1) AND oi after vi
 //
-// Otherwise it is spelled out,
-//
-//	o1 after v1 OR (o1 IS v1 AND (o2 after v2 OR (o2 IS v2 AND …)))
-//
-// led, when it can be, by a range on the first column (o1 >= v1) that
-// lets SQLite seek on that column at least. The shape of the SQL depends
-// only on which values are NULL.
-func (pl *listPlan) appendKeyset(b *strings.Builder, args, vals []any) []any {
-	if pl.rowValueKeyset(vals) {
-		b.WriteString("(")
-		for i, o := range pl.order {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(o.col.quoted)
-		}
-		if pl.order[0].desc {
-			b.WriteString(") < (?")
-		} else {
-			b.WriteString(") > (?")
-		}
-		b.WriteString(strings.Repeat(", ?", len(vals)-1))
-		b.WriteString(")")
-		return append(args, vals...)
+// (a column descending from NULL has nothing after it: no range; one
+// descending from a value that can be NULL has two: the smaller values,
+// then NULL). The
+// order ends with the primary key, so the ranges are disjoint. The shape
+// of the SQL depends only on which values are NULL.
+func (pl *listPlan) keysetArms(vals []any) []keysetArm {
+	var arms []keysetArm
+	var eq strings.Builder
+	var eqArgs []any
+	arm := func(after string, args ...any) {
+		arms = append(arms, keysetArm{sql: eq.String() + after, args: append(slices.Clip(eqArgs), args...)})
 	}
-	first, v := pl.order[0], vals[0]
-	switch {
-	case v == nil && first.desc:
-		b.WriteString(first.col.quoted + " IS NULL AND ")
-	case v != nil && !first.desc:
-		b.WriteString(first.col.quoted + " >= ? AND ")
-		args = append(args, v)
-	case v != nil && !first.nullable():
-		b.WriteString(first.col.quoted + " <= ? AND ")
-		args = append(args, v)
-	}
-	b.WriteString("(")
-	closing := 1
 	for i, o := range pl.order {
 		q, v := o.col.quoted, vals[i]
-		last := i == len(pl.order)-1
 		switch {
 		case v == nil && o.desc: // nothing sorts after NULL but NULL
-			b.WriteString("0")
 		case v == nil:
-			b.WriteString(q + " IS NOT NULL")
-		case o.desc && o.nullable():
-			b.WriteString("(" + q + " < ? OR " + q + " IS NULL)")
-			args = append(args, v)
+			arm(q + " IS NOT NULL")
+		case o.desc && o.nullable(): // two ranges: one OR would not seek
+			arm(q + " IS NULL")
+			arm(q+" < ?", v)
 		case o.desc:
-			b.WriteString(q + " < ?")
-			args = append(args, v)
+			arm(q+" < ?", v)
 		default:
-			b.WriteString(q + " > ?")
-			args = append(args, v)
+			arm(q+" > ?", v)
 		}
-		if last {
-			break
+		if v == nil {
+			eq.WriteString(q + " IS NULL AND ")
+		} else {
+			eq.WriteString(q + " = ? AND ")
+			eqArgs = append(eqArgs, v)
 		}
-		b.WriteString(" OR (" + q + " IS ? AND (")
-		args = append(args, v)
-		closing += 2
 	}
-	b.WriteString(strings.Repeat(")", closing))
-	return args
+	slices.Reverse(arms)
+	return arms
 }
 
 // listHintBudget bounds the hint of a list over its budget: the list's
 // statement is ours and short, so its plan reads in microseconds whatever
 // Options.QueryTimeout is.
 const listHintBudget = 100 * time.Millisecond
-
-// rowValueKeyset reports whether the rows after vals are those whose order
-// columns, as a row value, compare greater (ascending) or less
-// (descending) than vals: a NULL would compare as neither.
-func (pl *listPlan) rowValueKeyset(vals []any) bool {
-	for i, o := range pl.order {
-		if o.desc != pl.order[0].desc || vals[i] == nil || (o.desc && o.nullable()) {
-			return false
-		}
-	}
-	return true
-}
 
 // runList reads the page and the count on the reader c, under the execution
 // budget; readSchema runs it in one read transaction, so the count and the
