@@ -287,49 +287,38 @@ func (pl *listPlan) index(col *columnInfo) int {
 	return -1
 }
 
-// pageSQL is the statement reading up to limit rows starting after the
-// row whose order values are after (nil: from the first row), with its
-// arguments but the offset, which comes last. The limit is written into
-// the SQL, not bound: SQLite prepares a statement with a bound LIMIT again
-// on every run.
+// pageStmt is one statement of a page and its arguments.
+type pageStmt struct {
+	sql  string
+	args []any
+}
+
+// pageSQL returns the statements reading up to limit rows starting after
+// the row whose order values are after (nil: from the first row, skipping
+// offset rows). The limit is written into the SQL, not bound: SQLite
+// prepares a statement with a bound LIMIT again on every run.
 //
 // The rows after a row are the union of disjoint ranges, one per column
-// of the order (see keysetArms). One range is one SELECT; several are
-// one SELECT each, of at most limit rows, joined by UNION ALL and ordered
-// again: each is a seek in an index on its leading columns, where a
-// single condition over all the columns would seek on the first one only
-// and then read every row that ties with the cursor on it.
-func (pl *listPlan) pageSQL(after []any, limit int) (string, []any) {
+// of the order (see keysetArms), read one after the other, nearest first,
+// until the page is full: each is a seek in an index on its leading
+// columns, where a single condition over all the columns would seek on
+// the first one only and then read every row that ties with the cursor on
+// it. Most pages come whole from the first range.
+func (pl *listPlan) pageSQL(after []any, offset, limit int) []pageStmt {
 	var b strings.Builder
-	var args []any
-	var arms []keysetArm
-	if after != nil {
-		arms = pl.keysetArms(after)
-	}
-	if len(arms) <= 1 {
-		var arm *keysetArm
-		if len(arms) == 1 {
-			arm = &arms[0]
-		} else if after != nil { // nothing comes after the cursor
-			arm = &keysetArm{sql: "0"}
-		}
-		args = pl.appendSelect(&b, args, arm, limit)
+	if after == nil {
+		args := pl.appendSelect(&b, nil, nil, limit)
 		b.WriteString(" OFFSET ?")
-		return b.String(), args
+		return []pageStmt{{b.String(), append(args, offset)}}
 	}
+	arms := pl.keysetArms(after)
+	stmts := make([]pageStmt, len(arms))
 	for i := range arms {
-		if i > 0 {
-			b.WriteString(" UNION ALL ")
-		}
-		b.WriteString("SELECT * FROM (")
-		args = pl.appendSelect(&b, args, &arms[i], limit)
-		b.WriteString(")")
+		b.Reset()
+		args := pl.appendSelect(&b, nil, &arms[i], limit)
+		stmts[i] = pageStmt{b.String(), args}
 	}
-	b.WriteString(pl.orderBy)
-	b.WriteString(" LIMIT ")
-	b.WriteString(strconv.Itoa(limit))
-	b.WriteString(" OFFSET ?")
-	return b.String(), args
+	return stmts
 }
 
 // appendSelect writes the SELECT of the plan's columns and where, and arm
@@ -436,13 +425,11 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 		return dbError(ctx, err)
 	}
 
-	sql, args := pl.pageSQL(after, opts.Limit+1) // one more row tells whether a next page exists
-	args = append(args, opts.Offset)
 	maxBytes, size := s.opts.QueryMaxBytes, 0
 	last := make([]any, len(pl.order))
 	more := false
 	stop := errors.New("stop")
-	err = c.query(sql, args, func(st *sqlite3.Stmt) error {
+	read := func(st *sqlite3.Stmt) error {
 		if len(list.Rows) == opts.Limit {
 			more = true
 			return stop
@@ -471,12 +458,18 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 			}
 		}
 		return nil
-	})
-	if err != nil && err != stop {
-		if ErrorCode(err) == ErrQueryResultTooLarge {
-			return list, err
+	}
+	// One more row than the limit tells whether a next page exists.
+	for _, ps := range pl.pageSQL(after, opts.Offset, opts.Limit+1) {
+		if err = c.query(ps.sql, ps.args, read); err != nil {
+			if err == stop {
+				break
+			}
+			if ErrorCode(err) == ErrQueryResultTooLarge {
+				return list, err
+			}
+			return list, fail(ps.sql, err)
 		}
-		return list, fail(sql, err)
 	}
 	if more {
 		list.NextCursor = encodeCursor(key, pl.binding, last)
