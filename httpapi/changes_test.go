@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -282,4 +284,79 @@ func TestChangeStream(t *testing.T) {
 		_, err = st.next()
 		is.Equal(err, io.EOF)
 	})
+}
+
+func TestSlowStreamDroppedAndResumed(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, &httpapi.Options{StreamWriteTimeout: 50 * time.Millisecond})
+	ended := make(chan struct{}, 1)
+	srv := streamServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.h.ServeHTTP(w, r)
+		if strings.HasSuffix(r.URL.Path, "/stream") {
+			ended <- struct{}{}
+		}
+	}))
+	// The client reads through a small socket buffer, so that the server's
+	// writes block once a few megabytes are in flight.
+	srv.Client().Transport.(*http.Transport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			c.(*net.TCPConn).SetReadBuffer(16 << 10)
+		}
+		return c, err
+	}
+	itemsTable(t, a.store) // change 1
+	st := openStream(t, srv, "/projects/acme/changes/stream?after=1", a.read)
+	is.Equal(st.res.StatusCode, 200)
+
+	// The client reads nothing while 10 MB of changes commit: the writes
+	// are not held up, and the server drops the stream.
+	const total, size = 200, 50 << 10
+	big := strings.Repeat("x", size)
+	for i := range total / 10 {
+		rows := make([]projectdata.Row, 10)
+		for j := range rows {
+			rows[j] = projectdata.Row{"name": big, "qty": i*10 + j}
+		}
+		_, err := a.store.Insert(ctx, "acme", "items", rows)
+		is.NoErr(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(time.Minute):
+		t.Fatal("the server keeps a stream that takes nothing")
+	}
+	next := int64(2)
+	read := func(st *sseStream) error {
+		for {
+			ev, err := st.next()
+			if err != nil {
+				return err
+			}
+			if ev.Comment != "" {
+				continue
+			}
+			c := ev.change(t)
+			is.Equal(c.ID, next) // in order, each once
+			is.Equal(c.Row["qty"], json.Number(strconv.FormatInt(next-2, 10)))
+			next++
+			if next == total+2 {
+				return nil
+			}
+		}
+	}
+	err := read(st) // what was in flight, then the end
+	is.True(err != nil)
+	is.True(next < total+2) // dropped before the end
+	// Resumed from the last id received (again each time the server drops
+	// it), the stream delivers the rest.
+	srv.Client().Transport.(*http.Transport).DialContext = nil
+	for range 100 {
+		st = openStream(t, srv, "/projects/acme/changes/stream", a.read, "Last-Event-ID", strconv.FormatInt(next-1, 10))
+		if read(st) == nil {
+			return
+		}
+		st.close()
+	}
+	t.Fatalf("received changes up to %d of %d", next-1, total+1)
 }
