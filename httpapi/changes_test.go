@@ -47,7 +47,9 @@ func streamServer(t testing.TB, h http.Handler) *httptest.Server {
 // the test ends or by close.
 func openStream(t testing.TB, srv *httptest.Server, path, token string, headers ...string) *sseStream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	// A minute bounds a stream that never sends what a test waits for:
+	// the test fails with a read error instead of hanging.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+path, nil)
 	if err != nil {
 		t.Fatal(err)
