@@ -162,3 +162,24 @@ func TestEncodedSizeIsExact(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetHintIsBoundedByPreparation shows that the hint of
+// query_budget_exceeded (the plan's full scans, from compiling the
+// statement once more) is left out when the statement alone took half the
+// hint's budget to prepare: a statement long to plan is not planned twice.
+func TestBudgetHintIsBoundedByPreparation(t *testing.T) {
+	is := is.New(t)
+	s, _, p := boundedStore(t, nil)
+	ctx := context.Background()
+	err := p.readSchema(ctx, func(c *conn, sc *schema) error {
+		q := &queryRun{s: s, ctx: ctx, c: c, sc: sc, req: QueryRequest{SQL: `SELECT * FROM items`}, hintBudget: time.Minute}
+		quick := q.budgetError().Error()
+		is.True(strings.Contains(quick, "the plan scans items in full")) // prepared quickly: hinted
+		q.prepared = time.Minute / 2
+		slow := q.budgetError().Error()
+		is.True(!strings.Contains(slow, "the plan scans")) // prepared slowly: compiled once only
+		is.True(strings.Contains(slow, "narrow the query"))
+		return nil
+	})
+	is.NoErr(err)
+}

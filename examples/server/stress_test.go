@@ -102,8 +102,9 @@ func (l *stressServerLog) read(r io.Reader) {
 // only the attacked project's well-behaved client may see 503s, and that
 // the server logged no error; it reports the server's peak RSS and each
 // well-behaved client's latencies. Quick and light by default; -stress=60s
-// runs it at full strength (go test -run TestStressBoundedResources
-// -stress=60s -timeout 10m ./examples/server).
+// runs it at full strength (the flag after the package: go test -run
+// TestStressBoundedResources -timeout 10m -v ./examples/server
+// -stress=60s).
 func TestStressBoundedResources(t *testing.T) {
 	duration, strength := *stressDuration, 4
 	if duration == 0 {
