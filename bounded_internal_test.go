@@ -116,12 +116,21 @@ func TestQueryMemoryIsGivenBack(t *testing.T) {
 	is.Equal(pooled(), 1)
 	base := s.heap.inUse()
 
-	// A 20 MB string: past the usual heap of a reader, within QueryMaxMemory.
-	res, err := s.Query(ctx, "acme", QueryRequest{SQL: `SELECT length(printf('%.*c', 20000000, 'x')) AS n`})
-	is.NoErr(err)
-	is.Equal(res.Rows[0]["n"], int64(20000000))
-	is.Equal(pooled(), 0)                         // the reader that grew was closed
-	is.Equal(s.heap.inUse(), base-usualQueryHeap) // and its memory given back
+	// 20 MB strings, made at once or grown: past the usual heap of a
+	// reader, within QueryMaxMemory.
+	for _, sql := range []string{
+		`SELECT length(printf('%.*c', 20000000, 'x')) AS n`,
+		`SELECT length(group_concat(printf('%.*c', 100000, 'x'), '')) AS n FROM generate_series(1, 200)`,
+	} {
+		res, err := s.Query(ctx, "acme", QueryRequest{SQL: sql})
+		is.NoErr(err)
+		is.Equal(res.Rows[0]["n"], int64(20000000))
+		is.Equal(pooled(), 0)                         // the reader that grew was closed
+		is.Equal(s.heap.inUse(), base-usualQueryHeap) // and its memory given back
+		_, err = s.Query(ctx, "acme", QueryRequest{SQL: `SELECT count(*) FROM items`})
+		is.NoErr(err)
+		is.Equal(pooled(), 1) // an ordinary query keeps its reader
+	}
 
 	_, err = s.Query(ctx, "acme", QueryRequest{SQL: `SELECT count(*) FROM items`})
 	is.NoErr(err)

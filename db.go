@@ -156,6 +156,9 @@ func (p *project) readTx(ctx context.Context, fn func(c *conn) error) error {
 			if c.trapped {
 				return // read drops c, its transaction with it
 			}
+			if c.db.GetAutocommit() {
+				return // SQLite ended it (rolled back on out of memory)
+			}
 			if cerr := c.exec(`COMMIT`); err == nil {
 				err = cerr
 			}
