@@ -225,3 +225,23 @@ func TestMoveProjectWhileTheNodeServesOthers(t *testing.T) {
 	old.client(other).must("GET", "/projects/other", nil, &p) // the old node still serves
 	is.Equal(p.Project.Slug, "other")
 }
+
+// TestFileReplica replicates to a file:// URL instead of S3 and restores
+// from it.
+func TestFileReplica(t *testing.T) {
+	is := is.New(t)
+	replica := t.TempDir()
+	dir := t.TempDir()
+	token := runServerCmd(t, "project", "create", "-data", dir, "acme")
+	srv := startServer(t, dir, "-replica", "file://"+replica)
+	c := srv.client(token)
+	c.createBatches()
+	is.NoErr(c.insertBatch(1))
+	is.NoErr(c.insertBatch(2))
+	srv.stop() // drain, close, final sync
+
+	restored := t.TempDir()
+	runServerCmd(t, "project", "restore", "-data", restored, "-litestream", tools.litestream, "-from", "file://"+filepath.Join(replica, "acme", "project.db"), "acme")
+	is.Equal(integrityCheck(t, filepath.Join(restored, "acme", "project.db")), "ok")
+	is.Equal(startServer(t, restored).client(token).batchCounts(), map[int]int{1: batchSize, 2: batchSize})
+}
