@@ -192,7 +192,6 @@ func (s *Store) AppendRecordJSON(ctx context.Context, dst []byte, slug, table st
 			if err != nil {
 				return err
 			}
-			var encErr error
 			found, err := c.queryRow(t.keys.byKey, []any{k}, func(st *sqlite3.Stmt) error {
 				out = append(out, `{"table":`...)
 				out = appendHTMLSafeString(out, t.Name)
@@ -201,10 +200,11 @@ func (s *Store) AppendRecordJSON(ctx context.Context, dst []byte, slug, table st
 				if out, ok = t.appendRowJSON(out, st); !ok {
 					// What encoding/json says of the same row.
 					row, err := t.scanRow(st, make([]any, len(t.columns)))
-					if err == nil {
-						_, encErr = json.Marshal(row)
+					if err != nil {
+						return err
 					}
-					return cmpErr(err, encErr)
+					_, err = json.Marshal(row)
+					return err
 				}
 				out = append(out, '}')
 				return nil
