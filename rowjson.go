@@ -19,9 +19,10 @@ import (
 // order, HTML-safe strings, blobs in base64), so a client cannot tell the
 // two paths apart. rowjson_test.go compares them byte for byte.
 
-// rowKeys is the JSON form of a table's row keys: the columns in the
-// order encoding/json writes a map's keys (sorted), each with its encoded
-// `"name":` prefix.
+// rowKeys is what reading a row by its key needs, made once per registry
+// load: the SELECT, and the JSON form of the row's keys (the columns in
+// the order encoding/json writes a map's keys, sorted, each with its
+// encoded `"name":` prefix).
 type rowKeys struct {
 	order  []int    // column positions, in key order
 	prefix [][]byte // prefix[i]: `"name":` of t.columns[order[i]], with its comma
