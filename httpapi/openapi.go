@@ -224,21 +224,24 @@ var apiSchemas = map[string]string{
 		`"key":`+anyValue, `"row":{"type":["object","null"]}`, `"at":`+ref("Timestamp")),
 	"BulkResult": object(`"table","affected_rows"`, `"table":`+strSchema, `"affected_rows":`+intSchema),
 	"Meta":       object(`"generated_at"`, `"generated_at":`+ref("Timestamp")),
+	"Envelope":   envelopeComponent,
 }
 
 // envelopeSchema is the answer of every JSON route with data as its data,
 // or, for an error answer, the error with one of codes.
 func envelopeSchema(data string, errCodes []pd.Code) string {
-	common := `"request_id":{"type":"string"},"operation_key":{"type":"string"},"operation_run_id":{"type":"string"},` +
-		`"operation_grouping_status":{"type":"string"},"meta":` + ref("Meta")
 	if errCodes == nil {
-		return `{"type":"object","additionalProperties":false,"required":["ok","data","error","request_id","meta"],"properties":{"ok":{"const":true},"data":` +
-			data + `,"error":{"type":"null"},` + common + `}}`
+		return `{"allOf":[` + ref("Envelope") + `],"properties":{"ok":{"const":true},"data":` + data + `,"error":{"type":"null"}}}`
 	}
 	enum, _ := json.Marshal(errCodes)
-	return `{"type":"object","additionalProperties":false,"required":["ok","data","error","request_id","meta"],"properties":{"ok":{"const":false},"data":{"type":"null"},` +
-		`"error":{"type":"object","additionalProperties":false,"required":["code","message"],"properties":{"code":{"enum":` + string(enum) + `},"message":{"type":"string"}}},` + common + `}}`
+	return `{"allOf":[` + ref("Envelope") + `],"properties":{"ok":{"const":false},"data":{"type":"null"},"error":{"required":["code","message"],"properties":{"code":{"enum":` + string(enum) + `}}}}}`
 }
+
+// envelopeComponent is the envelope every JSON answer shares.
+const envelopeComponent = `{"type":"object","additionalProperties":false,"required":["ok","data","error","request_id","meta"],"properties":{` +
+	`"ok":{"type":"boolean"},"data":{},"error":{"type":["object","null"],"additionalProperties":false,"properties":{"code":{"type":"string"},"message":{"type":"string"}}},` +
+	`"request_id":{"type":"string"},"operation_key":{"type":"string"},"operation_run_id":{"type":"string"},` +
+	`"operation_grouping_status":{"type":"string"},"meta":{"$ref":"#/components/schemas/Meta"}}}`
 
 // openAPIDocument builds the OpenAPI 3.1 document of apiRoutes.
 func openAPIDocument() []byte {
@@ -274,10 +277,9 @@ func openAPIDocument() []byte {
 		for _, q := range rt.query {
 			params = append(params, map[string]any{"name": q.name, "in": "query", "description": q.doc, "schema": raw(q.schema)})
 		}
-		params = append(params,
-			map[string]any{"name": "X-Operation-Key", "in": "header", "description": "Groups requests of one operation.", "schema": raw(strSchema)},
-			map[string]any{"name": "X-Operation-Run-Id", "in": "header", "description": "Run id of the operation (oprun_…).", "schema": raw(strSchema)},
-			map[string]any{"name": "Idempotency-Key", "in": "header", "description": "On writes, a retry with the same key and request gets the first answer.", "schema": raw(strSchema)})
+		for _, name := range []string{"OperationKey", "OperationRunID", "IdempotencyKey"} {
+			params = append(params, map[string]any{"$ref": "#/components/parameters/" + name})
+		}
 		if rt.path == "/projects/{project}/changes/stream" {
 			params = append(params, map[string]any{"name": "Last-Event-ID", "in": "header", "description": "Resume after this change id.", "schema": raw(strSchema)})
 		}
@@ -326,12 +328,17 @@ func openAPIDocument() []byte {
 			"description": "Project-scoped tables on SQLite. Every JSON answer is an envelope {ok, data, error, request_id, meta}; an error's code says what went wrong (x-error-codes lists a route's codes)."},
 		"paths": paths,
 		"components": map[string]any{
-			"schemas":         schemas,
+			"schemas": schemas,
+			"parameters": map[string]any{
+				"OperationKey":   map[string]any{"name": "X-Operation-Key", "in": "header", "description": "Groups requests of one operation.", "schema": raw(strSchema)},
+				"OperationRunID": map[string]any{"name": "X-Operation-Run-Id", "in": "header", "description": "Run id of the operation (oprun_…).", "schema": raw(strSchema)},
+				"IdempotencyKey": map[string]any{"name": "Idempotency-Key", "in": "header", "description": "On writes, a retry with the same key and request gets the first answer.", "schema": raw(strSchema)},
+			},
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "A project token (pat_…)."}},
 		},
 		"security": []any{map[string]any{"bearer": []any{}}},
 	}
-	b, err := json.MarshalIndent(doc, "", "  ")
+	b, err := json.Marshal(doc)
 	if err != nil {
 		panic("openapi: " + err.Error()) // the schemas above are constants
 	}
