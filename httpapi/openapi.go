@@ -220,7 +220,7 @@ var apiSchemas = map[string]string{
 		`"download_url":`+strSchema, `"storage_backend":`+strSchema, `"content_type":`+strSchema, `"row_count":`+intSchema,
 		`"table_count":{"type":["integer","null"]}`, `"size_bytes":`+intSchema, `"sha256":`+strSchema, `"status":`+strSchema,
 		`"status_reason":{"type":["string","null"]}`, `"missing_at":{"type":["string","null"]}`, `"created_at":`+ref("Timestamp"), `"expires_at":`+ref("Timestamp")),
-	"Change": object(`"id","table","op","key","at"`, `"id":`+intSchema, `"table":`+strSchema, `"op":{"enum":["insert","update","delete"]}`,
+	"Change": object(`"id","table","op","key","at"`, `"id":`+intSchema, `"table":`+strSchema, `"op":{"enum":["`+pd.ChangeInsert+`","`+pd.ChangeUpdate+`","`+pd.ChangeDelete+`","`+pd.ChangeSchema+`"]}`,
 		`"key":`+anyValue, `"row":{"type":["object","null"]}`, `"at":`+ref("Timestamp")),
 	"BulkResult": object(`"table","affected_rows"`, `"table":`+strSchema, `"affected_rows":`+intSchema),
 	"Meta":       object(`"generated_at"`, `"generated_at":`+ref("Timestamp")),
