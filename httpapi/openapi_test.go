@@ -90,27 +90,6 @@ func checkMessages(t testing.TB, req *http.Request, reqBody []byte, status int, 
 	}
 }
 
-// validatingHandler checks every exchange it serves against the document.
-type validatingHandler struct {
-	t testing.TB
-	h http.Handler
-}
-
-func (v validatingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	reqBody, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(reqBody))
-	rec := httptest.NewRecorder()
-	v.h.ServeHTTP(rec, r)
-	if !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
-		checkExchange(v.t, r, reqBody, rec.Code, rec.Header(), rec.Body.Bytes())
-	}
-	for k, vs := range rec.Header() {
-		w.Header()[k] = vs
-	}
-	w.WriteHeader(rec.Code)
-	w.Write(rec.Body.Bytes())
-}
-
 func TestEveryRouteIsDocumented(t *testing.T) {
 	is := is.New(t)
 	a := newAPI(t, nil)
