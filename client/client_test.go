@@ -53,6 +53,7 @@ type API interface {
 	DeleteNotFoundExports(ctx context.Context, slug string) (int, error)
 	ListChanges(ctx context.Context, slug string, q pd.ChangeQuery) (pd.ChangePage, error)
 	FollowChanges(ctx context.Context, slug string, q pd.ChangeQuery) func(func(pd.Change, error) bool)
+	Rows(ctx context.Context, slug, table string, opts pd.ListOptions) func(func(pd.Row, error) bool)
 }
 
 // storeAPI adapts FollowChanges' named iterator type; every other method
@@ -63,7 +64,15 @@ func (s storeAPI) FollowChanges(ctx context.Context, slug string, q pd.ChangeQue
 	return s.Store.FollowChanges(ctx, slug, q)
 }
 
+func (s storeAPI) Rows(ctx context.Context, slug, table string, opts pd.ListOptions) func(func(pd.Row, error) bool) {
+	return s.Store.Rows(ctx, slug, table, opts)
+}
+
 type clientAPI struct{ *client.Client }
+
+func (c clientAPI) Rows(ctx context.Context, slug, table string, opts pd.ListOptions) func(func(pd.Row, error) bool) {
+	return c.Client.Rows(ctx, slug, table, opts)
+}
 
 func (c clientAPI) FollowChanges(ctx context.Context, slug string, q pd.ChangeQuery) func(func(pd.Change, error) bool) {
 	return c.Client.FollowChanges(ctx, slug, q)
@@ -125,6 +134,22 @@ var scenarios = []struct {
 		next, err := a.ListRecords(ctx, "acme", "orders", pd.ListOptions{Limit: 2, Order: "item", After: first.NextCursor})
 		first.NextCursor = "" // sealed with each Store's own key
 		return []any{first, next}, err
+	}},
+	{"rows page by page", func(a API) (any, error) {
+		var rows []pd.Row
+		for row, err := range a.Rows(ctx, "acme", "orders", pd.ListOptions{Limit: 1, Order: "-item"}) {
+			if err != nil {
+				return rows, err
+			}
+			rows = append(rows, row)
+		}
+		return rows, nil
+	}},
+	{"rows of a missing table", func(a API) (any, error) {
+		for _, err := range a.Rows(ctx, "acme", "nope", pd.ListOptions{}) {
+			return nil, err
+		}
+		return nil, nil
 	}},
 	{"list with a bad cursor", func(a API) (any, error) {
 		return a.ListRecords(ctx, "acme", "orders", pd.ListOptions{After: "garbage"})

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"net/url"
 	"strconv"
 	"strings"
@@ -220,6 +221,32 @@ func (c *Client) ListRecords(ctx context.Context, slug, table string, opts pd.Li
 	err := c.do(ctx, request{method: "GET", path: project(slug, "records", seg(table)), query: q}, &out)
 	plainRows(out.Rows)
 	return out, err
+}
+
+// Rows iterates over the rows of a table that opts selects, in its order,
+// reading a page (opts.Limit rows) at a time with the cursor, so memory
+// stays bounded by one page whatever the table's size. opts.Count is
+// ignored. An error ends the iteration, as the last pair.
+func (c *Client) Rows(ctx context.Context, slug, table string, opts pd.ListOptions) iter.Seq2[pd.Row, error] {
+	return func(yield func(pd.Row, error) bool) {
+		opts.Count = pd.CountNone
+		for {
+			page, err := c.ListRecords(ctx, slug, table, opts)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, row := range page.Rows {
+				if !yield(row, nil) {
+					return
+				}
+			}
+			if page.NextCursor == "" {
+				return
+			}
+			opts.After, opts.Offset = page.NextCursor, 0
+		}
+	}
 }
 
 // GetRecord returns the row with primary key id.
