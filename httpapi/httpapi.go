@@ -7,7 +7,9 @@
 // embeds the Store gets the same behaviour without HTTP.
 //
 // Besides the project routes, GET /healthz answers without a token (503
-// once BeginShutdown is called or the Store is closed), and GET /metrics
+// once BeginShutdown is called or the Store is closed), GET /openapi.json
+// serves the OpenAPI 3.1 document of every route, parameter, body, answer
+// and error code (no token), and GET /metrics
 // serves Options.Metrics when set (package prommetrics provides Prometheus
 // metrics). OPTIONS is answered 204 with Allow, and with the CORS headers
 // for the origins of Options.AllowedOrigins. Links in answers (an export's
