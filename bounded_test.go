@@ -78,6 +78,7 @@ func TestSQLiteLimitsAreBadRequests(t *testing.T) {
 		"LongNamedParameter": `SELECT :` + long,
 		"LongLiteralColumn":  `SELECT '` + long + `'`,
 		"DeepExpression":     `SELECT ` + strings.Repeat("(", 5000) + "1" + strings.Repeat(")", 5000),
+		"DeepCTEChain":       cteChain(1000), // overflows SQLite's own stack
 	} {
 		t.Run(name, func(t *testing.T) {
 			req := projectdata.QueryRequest{SQL: sql}

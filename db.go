@@ -139,7 +139,7 @@ func (p *project) read(ctx context.Context, fn func(c *conn) error) error {
 	old := c.db.SetInterrupt(ctx)
 	err = fn(c)
 	c.db.SetInterrupt(old)
-	healthy = c.db.GetAutocommit()
+	healthy = !c.trapped && c.db.GetAutocommit()
 	return err
 }
 
@@ -153,6 +153,12 @@ func (p *project) readTx(ctx context.Context, fn func(c *conn) error) error {
 			return err
 		}
 		defer func() {
+			if c.trapped {
+				return // read drops c, its transaction with it
+			}
+			if c.db.GetAutocommit() {
+				return // SQLite ended it (rolled back on out of memory)
+			}
 			if cerr := c.exec(`COMMIT`); err == nil {
 				err = cerr
 			}
@@ -209,6 +215,10 @@ type conn struct {
 	heap     *sqliteHeap // the Store's accounting, nil for a connection it does not count
 	reserved int64       // bytes reserved from heap for a query that grew
 	discard  bool        // closed, not pooled, when given back
+	// trapped is set when SQLite's code trapped (its stack overflowed): the
+	// instance is unusable, so it is dropped without another call into it
+	// (the garbage collector closes its files).
+	trapped bool
 	// changes is the change-log state of the writer's unit of work.
 	changes changeCounts
 }
@@ -263,11 +273,14 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 
 // close finalizes the cached statements and closes the connection.
 func (c *conn) close() error {
-	c.forgetStmts()
 	if c.heap != nil {
 		c.heap.closed(c)
 		c.heap = nil
 	}
+	if c.trapped {
+		return nil
+	}
+	c.forgetStmts()
 	return c.db.Close()
 }
 

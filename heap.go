@@ -1,6 +1,7 @@
 package projectdata
 
 import (
+	"runtime"
 	"strings"
 	"sync"
 )
@@ -60,13 +61,23 @@ func (h *sqliteHeap) inUse() int64 {
 }
 
 // recoverDriverPanic turns the driver's panics during a user query into
-// errors: out of memory becomes errQueryHeap, and a name or text longer
-// than the driver reads (1,000,000 bytes: an alias, a CTE, a parameter
-// name) ErrInvalidRequest. The connection was interrupted in the middle of
-// SQLite's work, so it is closed, not pooled. Any other panic goes on.
+// errors: out of memory becomes errQueryHeap; a name or text longer than
+// the driver reads (1,000,000 bytes: an alias, a CTE, a parameter name),
+// and a trap in SQLite's own code (its stack overflowed by a statement
+// nested too deeply), ErrInvalidRequest. The connection was interrupted in
+// the middle of SQLite's work, so it is closed, not pooled. Any other panic
+// goes on.
 func recoverDriverPanic(c *conn, err *error) {
 	r := recover()
 	if r == nil {
+		return
+	}
+	if _, ok := r.(runtime.Error); ok && panickedInSQLite() {
+		// SQLite's WebAssembly stack overflowed (a statement nested too
+		// deeply to parse or plan, such as a long chain of CTEs): the
+		// instance is left unusable and cannot even be closed.
+		c.discard, c.trapped = true, true
+		*err = errorf(ErrInvalidRequest, "the statement is nested too deeply for SQLite; simplify it")
 		return
 	}
 	e, ok := r.(error)
@@ -81,5 +92,26 @@ func recoverDriverPanic(c *conn, err *error) {
 		*err = errorf(ErrInvalidRequest, "the statement holds a name or text longer than SQLite allows (1,000,000 bytes)")
 	default:
 		panic(r)
+	}
+}
+
+// sqliteModule is the package of SQLite compiled to Go from WebAssembly.
+const sqliteModule = "github.com/ncruces/go-sqlite3-wasm/"
+
+// panickedInSQLite reports whether the panic being recovered was raised in
+// SQLite's own code (a WebAssembly trap, such as its stack overflowing),
+// rather than in ours. It must be called from the deferred function that
+// recovers, while the panicking frames are still on the stack.
+func panickedInSQLite() bool {
+	pc := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(3, pc)])
+	for {
+		f, more := frames.Next()
+		if strings.HasPrefix(f.Function, sqliteModule) {
+			return true
+		}
+		if !more {
+			return false
+		}
 	}
 }
