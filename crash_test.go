@@ -37,7 +37,9 @@ func TestMain(m *testing.M) {
 		idemCrashChild(dir)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	closeListFixture()
+	os.Exit(code)
 }
 
 // crashChild writes until it is killed: batch inserts, schema changes and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +27,8 @@ type ListOptions struct {
 	Where Where
 	// Order is a comma-separated list of column names, each ascending or,
 	// with a "-" before it, descending ("-qty,item"); the primary key
-	// breaks ties. Empty: the primary key, ascending.
+	// breaks ties, in the direction of the last column. Empty: the
+	// primary key, ascending.
 	Order string
 	// Columns are the columns each row holds. Empty: every column.
 	Columns []string
@@ -211,7 +213,11 @@ func planList(t *tableInfo, opts ListOptions) (*listPlan, error) {
 		}
 	}
 	if !pl.ordersBy(t.pk) {
-		pl.addTerm(t.pk, false)
+		// The key goes the way of the last column: an order one index
+		// holds (an index holds the key after its columns) then reads the
+		// index forwards or backwards, with no sort.
+		desc := len(pl.order) > 0 && pl.order[len(pl.order)-1].desc
+		pl.addTerm(t.pk, desc)
 	}
 
 	var b strings.Builder
@@ -281,13 +287,43 @@ func (pl *listPlan) index(col *columnInfo) int {
 	return -1
 }
 
-// pageSQL is the statement reading up to limit rows starting after the
-// row whose order values are after (nil: from the first row), with its
-// arguments but the offset, which comes last. The limit is written into
-// the SQL, not bound: SQLite prepares a statement with a bound LIMIT again
-// on every run.
-func (pl *listPlan) pageSQL(after []any, limit int) (string, []any) {
+// pageStmt is one statement of a page and its arguments.
+type pageStmt struct {
+	sql  string
+	args []any
+}
+
+// pageSQL returns the statements reading up to limit rows starting after
+// the row whose order values are after (nil: from the first row, skipping
+// offset rows). The limit is written into the SQL, not bound: SQLite
+// prepares a statement with a bound LIMIT again on every run.
+//
+// The rows after a row are the union of disjoint ranges, one per column
+// of the order (see keysetArms), read one after the other, nearest first,
+// until the page is full: each is a seek in an index on its leading
+// columns, where a single condition over all the columns would seek on
+// the first one only and then read every row that ties with the cursor on
+// it. Most pages come whole from the first range.
+func (pl *listPlan) pageSQL(after []any, offset, limit int) []pageStmt {
 	var b strings.Builder
+	if after == nil {
+		args := pl.appendSelect(&b, nil, nil, limit)
+		b.WriteString(" OFFSET ?")
+		return []pageStmt{{b.String(), append(args, offset)}}
+	}
+	arms := pl.keysetArms(after)
+	stmts := make([]pageStmt, len(arms))
+	for i := range arms {
+		b.Reset()
+		args := pl.appendSelect(&b, nil, &arms[i], limit)
+		stmts[i] = pageStmt{b.String(), args}
+	}
+	return stmts
+}
+
+// appendSelect writes the SELECT of the plan's columns and where, and arm
+// when not nil, in the plan's order, limited to limit rows.
+func (pl *listPlan) appendSelect(b *strings.Builder, args []any, arm *keysetArm, limit int) []any {
 	b.WriteString("SELECT ")
 	for i, col := range pl.sel {
 		if i > 0 {
@@ -298,114 +334,78 @@ func (pl *listPlan) pageSQL(after []any, limit int) (string, []any) {
 	b.WriteString(" FROM ")
 	b.WriteString(pl.t.quoted)
 	b.WriteString(pl.whereSQL)
-	args := append([]any(nil), pl.whereArgs...)
-	if after != nil {
+	args = append(args, pl.whereArgs...)
+	if arm != nil {
 		if pl.whereSQL == "" {
 			b.WriteString(" WHERE ")
 		} else {
 			b.WriteString(" AND ")
 		}
-		args = pl.appendKeyset(&b, args, after)
+		b.WriteString(arm.sql)
+		args = append(args, arm.args...)
 	}
 	b.WriteString(pl.orderBy)
 	b.WriteString(" LIMIT ")
 	b.WriteString(strconv.Itoa(limit))
-	b.WriteString(" OFFSET ?")
-	return b.String(), args
+	return args
 }
 
-// appendKeyset writes the condition selecting the rows that come after
-// the row with the order values vals, in SQLite's order (NULL first when
-// ascending, last when descending). When every column goes the same way,
-// no value is NULL and, descending, no column can hold NULL, that is one
-// row-value comparison, which SQLite turns into a seek in an index on the
-// columns:
+// keysetArm is one range of the rows after a cursor: a condition and its
+// arguments.
+type keysetArm struct {
+	sql  string
+	args []any
+}
+
+// keysetArms returns the ranges of the rows that come after the row with
+// the order values vals, in SQLite's order (NULL first when ascending,
+// last when descending), from the nearest to the farthest: for each
+// column i of the order, the rows equal to vals on the columns before i
+// and after vals[i] on column i,
 //
-//	(o1, o2, …) > (v1, v2, …)
+//	o1 IS v1 AND … AND o(i-1) IS v(i-1) AND oi after vi
 //
-// Otherwise it is spelled out,
-//
-//	o1 after v1 OR (o1 IS v1 AND (o2 after v2 OR (o2 IS v2 AND …)))
-//
-// led, when it can be, by a range on the first column (o1 >= v1) that
-// lets SQLite seek on that column at least. The shape of the SQL depends
-// only on which values are NULL.
-func (pl *listPlan) appendKeyset(b *strings.Builder, args, vals []any) []any {
-	if pl.rowValueKeyset(vals) {
-		b.WriteString("(")
-		for i, o := range pl.order {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(o.col.quoted)
-		}
-		if pl.order[0].desc {
-			b.WriteString(") < (?")
-		} else {
-			b.WriteString(") > (?")
-		}
-		b.WriteString(strings.Repeat(", ?", len(vals)-1))
-		b.WriteString(")")
-		return append(args, vals...)
+// (a column descending from NULL has nothing after it: no range; one
+// descending from a value that can be NULL has two: the smaller values,
+// then NULL). The
+// order ends with the primary key, so the ranges are disjoint. The shape
+// of the SQL depends only on which values are NULL.
+func (pl *listPlan) keysetArms(vals []any) []keysetArm {
+	var arms []keysetArm
+	var eq strings.Builder
+	var eqArgs []any
+	arm := func(after string, args ...any) {
+		arms = append(arms, keysetArm{sql: eq.String() + after, args: append(slices.Clip(eqArgs), args...)})
 	}
-	first, v := pl.order[0], vals[0]
-	switch {
-	case v == nil && first.desc:
-		b.WriteString(first.col.quoted + " IS NULL AND ")
-	case v != nil && !first.desc:
-		b.WriteString(first.col.quoted + " >= ? AND ")
-		args = append(args, v)
-	case v != nil && !first.nullable():
-		b.WriteString(first.col.quoted + " <= ? AND ")
-		args = append(args, v)
-	}
-	b.WriteString("(")
-	closing := 1
 	for i, o := range pl.order {
 		q, v := o.col.quoted, vals[i]
-		last := i == len(pl.order)-1
 		switch {
 		case v == nil && o.desc: // nothing sorts after NULL but NULL
-			b.WriteString("0")
 		case v == nil:
-			b.WriteString(q + " IS NOT NULL")
-		case o.desc && o.nullable():
-			b.WriteString("(" + q + " < ? OR " + q + " IS NULL)")
-			args = append(args, v)
+			arm(q + " IS NOT NULL")
+		case o.desc && o.nullable(): // two ranges: one OR would not seek
+			arm(q + " IS NULL")
+			arm(q+" < ?", v)
 		case o.desc:
-			b.WriteString(q + " < ?")
-			args = append(args, v)
+			arm(q+" < ?", v)
 		default:
-			b.WriteString(q + " > ?")
-			args = append(args, v)
+			arm(q+" > ?", v)
 		}
-		if last {
-			break
+		if v == nil {
+			eq.WriteString(q + " IS NULL AND ")
+		} else {
+			eq.WriteString(q + " = ? AND ")
+			eqArgs = append(eqArgs, v)
 		}
-		b.WriteString(" OR (" + q + " IS ? AND (")
-		args = append(args, v)
-		closing += 2
 	}
-	b.WriteString(strings.Repeat(")", closing))
-	return args
+	slices.Reverse(arms)
+	return arms
 }
 
 // listHintBudget bounds the hint of a list over its budget: the list's
 // statement is ours and short, so its plan reads in microseconds whatever
 // Options.QueryTimeout is.
 const listHintBudget = 100 * time.Millisecond
-
-// rowValueKeyset reports whether the rows after vals are those whose order
-// columns, as a row value, compare greater (ascending) or less
-// (descending) than vals: a NULL would compare as neither.
-func (pl *listPlan) rowValueKeyset(vals []any) bool {
-	for i, o := range pl.order {
-		if o.desc != pl.order[0].desc || vals[i] == nil || (o.desc && o.nullable()) {
-			return false
-		}
-	}
-	return true
-}
 
 // runList reads the page and the count on the reader c, under the execution
 // budget; readSchema runs it in one read transaction, so the count and the
@@ -425,13 +425,11 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 		return dbError(ctx, err)
 	}
 
-	sql, args := pl.pageSQL(after, opts.Limit+1) // one more row tells whether a next page exists
-	args = append(args, opts.Offset)
 	maxBytes, size := s.opts.QueryMaxBytes, 0
 	last := make([]any, len(pl.order))
 	more := false
 	stop := errors.New("stop")
-	err = c.query(sql, args, func(st *sqlite3.Stmt) error {
+	read := func(st *sqlite3.Stmt) error {
 		if len(list.Rows) == opts.Limit {
 			more = true
 			return stop
@@ -460,12 +458,18 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 			}
 		}
 		return nil
-	})
-	if err != nil && err != stop {
-		if ErrorCode(err) == ErrQueryResultTooLarge {
-			return list, err
+	}
+	// One more row than the limit tells whether a next page exists.
+	for _, ps := range pl.pageSQL(after, opts.Offset, opts.Limit+1) {
+		if err = c.query(ps.sql, ps.args, read); err != nil {
+			if err == stop {
+				break
+			}
+			if ErrorCode(err) == ErrQueryResultTooLarge {
+				return list, err
+			}
+			return list, fail(ps.sql, err)
 		}
-		return list, fail(sql, err)
 	}
 	if more {
 		list.NextCursor = encodeCursor(key, pl.binding, last)

@@ -59,7 +59,7 @@ func TestListRecords(t *testing.T) {
 		is := is.New(t)
 		l, err := s.ListRecords(ctx, "acme", "items", projectdata.ListOptions{Order: "-qty", Limit: 4})
 		is.NoErr(err)
-		is.Equal(ids(l), []int64{3, 6, 9, 12}) // qty 2, then by id
+		is.Equal(ids(l), []int64{24, 21, 18, 15}) // qty 2, then by id, descending as the last column
 		l, err = s.ListRecords(ctx, "acme", "items", projectdata.ListOptions{Order: "-id", Limit: 2})
 		is.NoErr(err)
 		is.Equal(ids(l), []int64{25, 24})
@@ -159,11 +159,11 @@ func TestListWalksByCursor(t *testing.T) {
 	s, all := walkStore(t)
 	cases := []struct {
 		order string
-		terms []string // columns, "-" for descending, ending with the key
+		terms []string // columns, "-" for descending, ending with the key (in the direction of the last column)
 	}{
-		{"grp,-score", []string{"grp", "-score", "id"}},
+		{"grp,-score", []string{"grp", "-score", "-id"}},
 		{"-grp,score", []string{"-grp", "score", "id"}},
-		{"-score,-grp", []string{"-score", "-grp", "id"}},
+		{"-score,-grp", []string{"-score", "-grp", "-id"}},
 		{"", []string{"id"}},
 		{"-id", []string{"-id"}},
 		{"grp,score", []string{"grp", "score", "id"}}, // one row value, but where a value is NULL
@@ -202,6 +202,7 @@ func TestListWalksByCursor(t *testing.T) {
 					got = append(got, r["id"].(int64))
 				}
 				pages++
+				is.True(pages <= len(want)/37+1) // the walk ends
 				if l.NextCursor == "" {
 					is.True(len(l.Rows) <= 37)
 					break
@@ -285,6 +286,8 @@ func TestListCursorMisuse(t *testing.T) {
 		{"OtherOrderSameColumns", "walk", func(o *projectdata.ListOptions) { o.Order = "-score,grp" }, projectdata.ErrInvalidCursor},
 		{"OtherWhere", "walk", func(o *projectdata.ListOptions) { o.Where = where(t, `[{"column":"grp","op":">","value":3}]`) }, projectdata.ErrInvalidCursor},
 		{"NoWhere", "walk", func(o *projectdata.ListOptions) { o.Where = nil }, projectdata.ErrInvalidCursor},
+		{"OtherWhereOperator", "walk", func(o *projectdata.ListOptions) { o.Where = where(t, `[{"column":"grp","op":">=","value":2}]`) }, projectdata.ErrInvalidCursor},
+		{"OtherWhereColumn", "walk", func(o *projectdata.ListOptions) { o.Where = where(t, `[{"column":"score","op":">","value":2}]`) }, projectdata.ErrInvalidCursor},
 		{"TamperedFirstByte", "walk", func(o *projectdata.ListOptions) { o.After = flip(cur, 0) }, projectdata.ErrInvalidCursor},
 		{"TamperedValue", "walk", func(o *projectdata.ListOptions) { o.After = flip(cur, 3) }, projectdata.ErrInvalidCursor},
 		{"TamperedSignature", "walk", func(o *projectdata.ListOptions) { o.After = flip(cur, len(cur)-1) }, projectdata.ErrInvalidCursor},

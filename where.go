@@ -70,13 +70,9 @@ const MaxWhereList = 10000
 // value its operator needs is ErrInvalidWhere.
 type Where []Condition
 
-// Where bounds: more conditions than maxWhereConditions would outgrow
-// SQLite's expression depth (they are joined by AND), and an in or not_in
-// list holds at most maxWhereListValues values.
-const (
-	maxWhereConditions = 256
-	maxWhereListValues = 10000
-)
+// maxWhereConditions bounds the conditions of a Where: more would outgrow
+// SQLite's expression depth (they are joined by AND).
+const maxWhereConditions = 256
 
 // UnmarshalJSON decodes the object or the array form; null is an empty
 // Where. It reads the conditions as a stream and refuses the first one too
@@ -184,7 +180,7 @@ func (js *jsonStream) condition(i int) (Condition, error) {
 }
 
 // scalarList reads the rest of a value that scalar found to be a
-// container: an array of at most maxWhereListValues scalars.
+// container: an array of at most MaxWhereList scalars.
 func (js *jsonStream) scalarList(i int) ([]any, error) {
 	bad := errorf(ErrInvalidWhere, "where condition %d: the value must be a scalar or an array of scalars", i)
 	// scalar consumed the opening delimiter; an object is refused here.
@@ -198,8 +194,8 @@ func (js *jsonStream) scalarList(i int) ([]any, error) {
 			return bad
 		}
 		list = append(list, v)
-		if len(list) > maxWhereListValues {
-			return errorf(ErrInvalidWhere, "where condition %d: a list takes at most %d values", i, maxWhereListValues)
+		if len(list) > MaxWhereList {
+			return errorf(ErrInvalidWhere, "where condition %d: a list takes at most %d values", i, MaxWhereList)
 		}
 		return err
 	})
