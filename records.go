@@ -540,7 +540,7 @@ func (s *Store) FindRecord(ctx context.Context, slug, table string, id any) (Rec
 				return err
 			}
 			vals := make([]any, len(t.columns))
-			found, err := c.queryRow(selectSQL(t, ` WHERE `, t.pk.quoted, ` = ?`), []any{k}, func(st *sqlite3.Stmt) (err error) {
+			found, err := c.queryRow(t.keys.byKey, []any{k}, func(st *sqlite3.Stmt) (err error) {
 				rec.Row, err = t.scanRow(st, vals)
 				return err
 			})

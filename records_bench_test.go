@@ -171,6 +171,27 @@ func BenchmarkGetRecord(b *testing.B) {
 		}
 		reportRows(b, 1)
 	})
+	// The record encoded as JSON straight from SQLite's columns, as the
+	// HTTP API reads it.
+	b.Run("StoreJSON", func(b *testing.B) {
+		s, _ := benchStore(b)
+		rows := benchRows(b, benchReadRows)
+		if _, err := s.Insert(ctx, "acme", "items", rows); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		i := 0
+		buf := make([]byte, 0, 256)
+		for b.Loop() {
+			var err error
+			buf, err = s.AppendRecordJSON(ctx, buf[:0], "acme", "items", int64(i%benchReadRows+1))
+			if err != nil || len(buf) == 0 {
+				b.Fatal(err)
+			}
+			i++
+		}
+		reportRows(b, 1)
+	})
 	b.Run("Raw", func(b *testing.B) {
 		db := rawItems(b)
 		rawInsert(b, db, prepare(b, db, `INSERT INTO items (name, grp, price) VALUES (?, ?, ?)`), benchReadRows)

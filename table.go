@@ -130,6 +130,7 @@ type tableInfo struct {
 	byName  map[string]*columnInfo
 	byID    map[int64]*columnInfo
 	pk      *columnInfo
+	keys    rowKeys // the row's JSON keys (rowjson.go)
 }
 
 // columnInfo is one column with its quoted name.
@@ -228,6 +229,9 @@ func loadSchema(c *conn) (*schema, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, t := range sc.tables {
+		t.prepareRowKeys()
 	}
 	sc.objects = map[string]bool{}
 	err = c.query(`SELECT lower(name) FROM sqlite_schema WHERE type IN ('table', 'view')`, nil, func(st *sqlite3.Stmt) error {

@@ -14,12 +14,13 @@ const (
 	metricsRoute = "/metrics"
 )
 
-// operationsRoutes registers GET /healthz, and GET /metrics when
-// Options.Metrics is set.
+// operationsRoutes registers GET /healthz, GET /openapi.json, and GET
+// /metrics when Options.Metrics is set.
 func (h *Handler) operationsRoutes() {
-	h.router.GET(healthRoute, h.healthz)
+	h.register(http.MethodGet, healthRoute, h.healthz)
+	h.register(http.MethodGet, openAPIRoute, h.serveOpenAPI)
 	if m := h.opts.Metrics; m != nil {
-		h.router.GET(metricsRoute, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		h.register(http.MethodGet, metricsRoute, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 			noteRoute(w, metricsRoute)
 			m.ServeHTTP(w, r)
 		})

@@ -7,7 +7,9 @@
 // embeds the Store gets the same behaviour without HTTP.
 //
 // Besides the project routes, GET /healthz answers without a token (503
-// once BeginShutdown is called or the Store is closed), and GET /metrics
+// once BeginShutdown is called or the Store is closed), GET /openapi.json
+// serves the OpenAPI 3.1 document of every route, parameter, body, answer
+// and error code (no token), and GET /metrics
 // serves Options.Metrics when set (package prommetrics provides Prometheus
 // metrics). OPTIONS is answered 204 with Allow, and with the CORS headers
 // for the origins of Options.AllowedOrigins. Links in answers (an export's
@@ -78,6 +80,7 @@ type Handler struct {
 	bodies       sync.Pool     // *bytes.Buffer for encoding responses
 	streamsDone  chan struct{} // closed by CloseStreams
 	closeOnce    sync.Once
+	registered   []string // "METHOD /path" of every route, in order (register)
 }
 
 // New returns the HTTP API over store. A nil opts means the defaults.
@@ -252,7 +255,7 @@ type streamEndpoint func(w http.ResponseWriter, r *http.Request, ps httprouter.P
 // handle registers a route that needs a token allowed to do op and answers
 // with the envelope.
 func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpoint) {
-	h.router.Handle(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
+	h.register(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
 		status, data, err := fn(r, ps)
 		if err != nil {
 			h.writeError(w, r, x, err)
@@ -265,11 +268,18 @@ func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpo
 // handleStream registers a route that needs a token allowed to do op and
 // writes its own body; its errors still answer with the envelope.
 func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn streamEndpoint) {
-	h.router.Handle(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
+	h.register(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
 		if err := fn(w, r, ps); err != nil {
 			h.writeError(w, r, x, err)
 		}
 	}))
+}
+
+// register adds a route to the router and to the list the OpenAPI
+// document is checked against.
+func (h *Handler) register(method, path string, handle httprouter.Handle) {
+	h.registered = append(h.registered, method+" "+path)
+	h.router.Handle(method, path, handle)
 }
 
 // guard runs the checks every route shares, in the contract's order: route

@@ -114,6 +114,9 @@ func (a *api) do(method, path, token, body string, headers ...string) response {
 	}
 	rec := httptest.NewRecorder()
 	a.h.ServeHTTP(rec, req)
+	if !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+		checkExchange(a.t, req, []byte(body), rec.Code, rec.Header(), rec.Body.Bytes())
+	}
 	res := response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
 	if strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(res.Body, &res.Env); err != nil {

@@ -85,7 +85,7 @@ func BenchmarkListRouteAtScale(b *testing.B) {
 	}
 	pair := func(name string, work, ref func(int64) error) {
 		b.Run(name, func(b *testing.B) {
-			w, r := paired(b, work, ref)
+			w, r := paired(b, loadClients, work, ref)
 			b.ReportMetric(w.rate, "req/s")
 			b.ReportMetric(r.rate, "ref_req/s")
 			b.ReportMetric(w.rate/r.rate, "x_ref")

@@ -37,14 +37,19 @@ import (
 // x_bare is the ratio to the bare handler measured in those turns, x_raw
 // the batch rate as a ratio to the raw driver's in-process insert of the
 // same rows (one transaction, one prepared statement). p99_ms is the 99th
-// percentile latency of single-row creates with 16 clients. ns/op counts
+// percentile latency of single-row creates with 16 clients (create_one;
+// create_one_cN and batch1000_cN run with N clients instead). ns/op counts
 // both sides of a pair. The last sub-benchmark reports the
 // process's resident memory after the run (server and clients).
 
 var loadRounds = flag.Int("load.rounds", 1, "rounds of the load benchmark's workloads")
 
-// loadClients is how many clients send requests at once.
+// loadClients is how many clients send requests at once, unless a
+// workload says otherwise (creates and batches run at several levels).
 const loadClients = 16
+
+// maxLoadClients is the most clients of any workload.
+const maxLoadClients = 64
 
 // loadRows is the rows of the table the reads use.
 const loadRows = 10000
@@ -106,7 +111,7 @@ func newLoadEnv(b *testing.B) *loadEnv {
 		w.Write(loadEnvelope)
 	}))
 	b.Cleanup(bare.Close)
-	tr := &http.Transport{MaxIdleConns: 2 * loadClients, MaxIdleConnsPerHost: 2 * loadClients}
+	tr := &http.Transport{MaxIdleConns: 2 * maxLoadClients, MaxIdleConnsPerHost: 2 * maxLoadClients}
 	b.Cleanup(tr.CloseIdleConnections)
 
 	env := &loadEnv{api: api.URL, apiSolo: apiSolo.URL, bare: bare.URL, token: admin, soloToken: soloAdmin, client: &http.Client{Transport: tr}}
@@ -182,18 +187,18 @@ type loadResult struct {
 const loadSlices = 10
 
 // paired sends b.N requests of work and b.N of bare, in alternating slices,
-// each from loadClients clients at once, and returns the rates and the
-// 99th percentile latencies of both.
-func paired(b *testing.B, work, bare func(i int64) error) (w, base loadResult) {
+// each from c clients at once, and returns the rates and the 99th
+// percentile latencies of both.
+func paired(b *testing.B, c int, work, bare func(i int64) error) (w, base loadResult) {
 	b.ReportAllocs()
 	var wt, bt time.Duration
 	var wl, bl []time.Duration
 	var next atomic.Int64
 	for s := range loadSlices {
 		n := b.N/loadSlices + boolInt(s < b.N%loadSlices)
-		d, lat := clients(b, n, bare, &next)
+		d, lat := clients(b, c, n, bare, &next)
 		bt, bl = bt+d, append(bl, lat...)
-		d, lat = clients(b, n, work, &next)
+		d, lat = clients(b, c, n, work, &next)
 		wt, wl = wt+d, append(wl, lat...)
 	}
 	return loadResult{float64(b.N) / wt.Seconds(), p99(wl)}, loadResult{float64(b.N) / bt.Seconds(), p99(bl)}
@@ -214,9 +219,9 @@ func p99(lat []time.Duration) time.Duration {
 	return lat[len(lat)*99/100]
 }
 
-// clients sends n requests from loadClients goroutines and returns the
-// time they took and each request's latency.
-func clients(b *testing.B, n int, request func(i int64) error, next *atomic.Int64) (time.Duration, []time.Duration) {
+// clients sends n requests from c goroutines and returns the time they
+// took and each request's latency.
+func clients(b *testing.B, c, n int, request func(i int64) error, next *atomic.Int64) (time.Duration, []time.Duration) {
 	var (
 		left  atomic.Int64
 		mu    sync.Mutex
@@ -226,7 +231,7 @@ func clients(b *testing.B, n int, request func(i int64) error, next *atomic.Int6
 	)
 	left.Store(int64(n))
 	start := time.Now()
-	for range loadClients {
+	for range c {
 		wg.Go(func() {
 			var mine []time.Duration
 			for left.Add(-1) >= 0 {
@@ -270,59 +275,54 @@ func BenchmarkLoad(b *testing.B) {
 		b.ReportMetric(w.rate/base.rate, "x_bare")
 	}
 	for round := range *loadRounds {
-		var raw loadResult
 		b.Run(fmt.Sprintf("round%d/get_by_id", round), func(b *testing.B) {
-			w, base := paired(b, func(i int64) error {
+			w, base := paired(b, loadClients, func(i int64) error {
 				return e.send("GET", e.api+"/projects/acme/records/items/"+strconv.FormatInt(i%loadRows+1, 10), nil, 200)
 			}, bare)
 			report(b, w, base)
 		})
 		b.Run(fmt.Sprintf("round%d/query_by_pk", round), func(b *testing.B) {
-			w, base := paired(b, func(i int64) error {
+			w, base := paired(b, loadClients, func(i int64) error {
 				body := fmt.Appendf(nil, `{"sql":"SELECT * FROM items WHERE id = ?","params":[%d]}`, i%loadRows+1)
 				return e.send("POST", e.api+"/projects/acme/query", body, 200)
 			}, bare)
 			report(b, w, base)
 		})
-		b.Run(fmt.Sprintf("round%d/create_one", round), func(b *testing.B) {
-			w, base := paired(b, func(i int64) error {
-				body := fmt.Appendf(nil, `{"name":"new %d","qty":%d,"price":2.5,"note":"load"}`, i, i)
-				return e.send("POST", e.api+"/projects/acme/records/items", body, 201)
+		b.Run(fmt.Sprintf("round%d/list_50", round), func(b *testing.B) {
+			w, base := paired(b, loadClients, func(i int64) error {
+				return e.send("GET", e.api+"/projects/acme/records/items?limit=50&offset="+strconv.FormatInt(i%100*50, 10), nil, 200)
 			}, bare)
 			report(b, w, base)
-			b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
 		})
+		for _, c := range []int{1, 4, loadClients, maxLoadClients} {
+			name := fmt.Sprintf("round%d/create_one", round) // 16 clients: the issue's figure
+			if c != loadClients {
+				name = fmt.Sprintf("round%d/create_one_c%d", round, c)
+			}
+			b.Run(name, func(b *testing.B) {
+				w, base := paired(b, c, func(i int64) error {
+					body := fmt.Appendf(nil, `{"name":"new %d","qty":%d,"price":2.5,"note":"load"}`, i, i)
+					return e.send("POST", e.api+"/projects/acme/records/items", body, 201)
+				}, bare)
+				report(b, w, base)
+				b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
+			})
+		}
 		b.Run(fmt.Sprintf("round%d/create_one_without_group_commit", round), func(b *testing.B) {
-			w, base := paired(b, func(i int64) error {
+			w, base := paired(b, loadClients, func(i int64) error {
 				body := fmt.Appendf(nil, `{"name":"new %d","qty":%d,"price":2.5,"note":"load"}`, i, i)
 				return e.sendAs(e.soloToken, "POST", e.apiSolo+"/projects/acme/records/items", body, 201)
 			}, bare)
 			report(b, w, base)
 			b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
 		})
-		b.Run(fmt.Sprintf("round%d/batch1000", round), func(b *testing.B) {
-			// The raw driver's in-process insert of the same rows, in
-			// turns with the HTTP batches.
-			var wt, rt time.Duration
-			var next atomic.Int64
-			for s := range loadSlices {
-				n := b.N/loadSlices + boolInt(s < b.N%loadSlices)
-				start := time.Now()
-				for range n {
-					if err := e.rawBatch(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				rt += time.Since(start)
-				d, _ := clients(b, n, func(int64) error { return e.send("POST", e.api+"/projects/acme/records/items", e.batch, 201) }, &next)
-				wt += d
+		for _, c := range []int{1, 4, loadClients} {
+			name := fmt.Sprintf("round%d/batch1000", round) // 16 clients: the issue's figure
+			if c != loadClients {
+				name = fmt.Sprintf("round%d/batch1000_c%d", round, c)
 			}
-			raw.rate = float64(b.N*loadBatch) / rt.Seconds()
-			rate := float64(b.N*loadBatch) / wt.Seconds()
-			b.ReportMetric(rate, "rows/s")
-			b.ReportMetric(raw.rate, "raw_rows/s")
-			b.ReportMetric(rate/raw.rate, "x_raw")
-		})
+			e.batchRound(b, name, c)
+		}
 	}
 	b.Run("rss", func(b *testing.B) {
 		for b.Loop() {
@@ -330,6 +330,34 @@ func BenchmarkLoad(b *testing.B) {
 		rss, hwm := memoryStatus()
 		b.ReportMetric(rss, "MB_rss")
 		b.ReportMetric(hwm, "MB_peak")
+	})
+}
+
+// batchRound measures batches of loadBatch rows from c clients, in turns
+// with the raw driver's in-process insert of the same rows.
+func (e *loadEnv) batchRound(b *testing.B, name string, c int) {
+	b.Run(name, func(b *testing.B) {
+		// The raw driver's in-process insert of the same rows, in
+		// turns with the HTTP batches.
+		var wt, rt time.Duration
+		var next atomic.Int64
+		for s := range loadSlices {
+			n := b.N/loadSlices + boolInt(s < b.N%loadSlices)
+			start := time.Now()
+			for range n {
+				if err := e.rawBatch(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rt += time.Since(start)
+			d, _ := clients(b, c, n, func(int64) error { return e.send("POST", e.api+"/projects/acme/records/items", e.batch, 201) }, &next)
+			wt += d
+		}
+		raw := float64(b.N*loadBatch) / rt.Seconds()
+		rate := float64(b.N*loadBatch) / wt.Seconds()
+		b.ReportMetric(rate, "rows/s")
+		b.ReportMetric(raw, "raw_rows/s")
+		b.ReportMetric(rate/raw, "x_raw")
 	})
 }
 

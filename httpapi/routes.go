@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"mime"
 	"net/http"
 	"net/url"
@@ -286,8 +287,10 @@ func queryPage(q url.Values, limit, offset *int) error {
 }
 
 func (h *Handler) getRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
-	rec, err := h.store.FindRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
-	return http.StatusOK, rec, err
+	// The record's JSON is read straight from SQLite's columns (the bytes
+	// encoding/json would write for FindRecord's record).
+	rec, err := h.store.AppendRecordJSON(r.Context(), make([]byte, 0, 256), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
+	return http.StatusOK, json.RawMessage(rec), err
 }
 
 func (h *Handler) updateRecord(r *http.Request, ps httprouter.Params) (int, any, error) {

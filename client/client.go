@@ -1,0 +1,241 @@
+// Package client is the Go client of the projectdata HTTP API (package
+// httpapi): the Store's operations over HTTP, with the same names,
+// signatures (context first) and errors. An error the server answers is a
+// *projectdata.Error with the server's code, so
+//
+//	errors.Is(err, projectdata.ErrTableNotFound)
+//
+// holds over HTTP as it does in process.
+//
+// Writes are retried, at most Options.MaxRetries times, on network errors
+// and on 503 answers (waiting as Retry-After says), each with one
+// Idempotency-Key so that a write the server did apply is answered again
+// rather than done twice. The change feed is an iterator (FollowChanges)
+// and export downloads stream to an io.Writer (DownloadExport).
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/projectdata/projectdata"
+)
+
+// Options configures a Client. A nil *Options, and the zero value of every
+// field, means the default.
+type Options struct {
+	// HTTPClient sends the requests. Zero: http.DefaultClient.
+	HTTPClient *http.Client
+	// MaxRetries is how many times a write is sent again after a network
+	// error or a 503 answer. Zero: 3; negative: never.
+	MaxRetries int
+	// MaxRetryWait caps the wait before a retry, whatever Retry-After
+	// says. Zero: 5 s.
+	MaxRetryWait time.Duration
+}
+
+// Client calls one server with one token. It is safe for concurrent use.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+	opts  Options
+}
+
+// New returns a client of the server at baseURL (such as
+// "http://127.0.0.1:8080", including the prefix the API is mounted under,
+// if any) using token for every request.
+func New(baseURL, token string, opts *Options) *Client {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = http.DefaultClient
+	}
+	switch {
+	case o.MaxRetries == 0:
+		o.MaxRetries = 3
+	case o.MaxRetries < 0:
+		o.MaxRetries = 0
+	}
+	if o.MaxRetryWait <= 0 {
+		o.MaxRetryWait = 5 * time.Second
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: o.HTTPClient, opts: o}
+}
+
+// request is one call: method, path (escaped by the caller), query, body.
+type request struct {
+	method, path string
+	query        url.Values
+	body         any  // encoded as JSON; nil: no body
+	idempotent   bool // a write that may carry an Idempotency-Key
+}
+
+// envelope is the answer of every JSON route.
+type envelope struct {
+	OK    bool            `json:"ok"`
+	Data  json.RawMessage `json:"data"`
+	Error *struct {
+		Code    projectdata.Code `json:"code"`
+		Message string           `json:"message"`
+	} `json:"error"`
+}
+
+// do sends req and decodes the envelope's data into out (when not nil).
+func (c *Client) do(ctx context.Context, req request, out any) error {
+	res, err := c.send(ctx, req, "")
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	return decodeEnvelope(res, out)
+}
+
+// send sends req, retrying a write on network errors and 503 answers, and
+// returns the response (its body open) of the last attempt.
+func (c *Client) send(ctx context.Context, req request, accept string) (*http.Response, error) {
+	var body []byte
+	if req.body != nil {
+		var err error
+		if body, err = json.Marshal(req.body); err != nil {
+			return nil, &projectdata.Error{Code: projectdata.ErrInvalidRequest, Message: "encode the request: " + err.Error()}
+		}
+	}
+	u := c.base + req.path
+	if len(req.query) > 0 {
+		u += "?" + req.query.Encode()
+	}
+	retries := 0
+	key := ""
+	if req.idempotent {
+		retries = c.opts.MaxRetries
+		key = newIdempotencyKey()
+	}
+	for attempt := 0; ; attempt++ {
+		hr, err := http.NewRequestWithContext(ctx, req.method, u, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		if body != nil {
+			hr.Header.Set("Content-Type", "application/json")
+		}
+		if accept != "" {
+			hr.Header.Set("Accept", accept)
+		}
+		if c.token != "" {
+			hr.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		if key != "" {
+			hr.Header.Set("Idempotency-Key", key)
+		}
+		res, err := c.http.Do(hr)
+		wait := time.Duration(0)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
+			if attempt >= retries {
+				return nil, fmt.Errorf("projectdata client: %s %s: %w", req.method, req.path, err)
+			}
+		case res.StatusCode == http.StatusServiceUnavailable && attempt < retries:
+			wait = retryAfter(res.Header.Get("Retry-After"), c.opts.MaxRetryWait)
+			io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+			res.Body.Close()
+		default:
+			return res, nil
+		}
+		if wait == 0 {
+			wait = time.Duration(attempt+1) * 100 * time.Millisecond
+		}
+		t := time.NewTimer(min(wait, c.opts.MaxRetryWait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// retryAfter reads a Retry-After header in seconds (an HTTP date is taken
+// as the cap).
+func retryAfter(v string, limit time.Duration) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return min(time.Duration(s)*time.Second, limit)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(time.Until(t), 0), limit)
+	}
+	return limit
+}
+
+// decodeEnvelope decodes an envelope answer: the data into out, or the
+// error as a *projectdata.Error.
+func decodeEnvelope(res *http.Response, out any) error {
+	var env envelope
+	if err := json.NewDecoder(res.Body).Decode(&env); err != nil {
+		return &projectdata.Error{Code: projectdata.ErrInternal,
+			Message: fmt.Sprintf("the server answered %s without a JSON envelope", res.Status)}
+	}
+	if !env.OK {
+		if env.Error == nil {
+			return &projectdata.Error{Code: projectdata.ErrInternal, Message: "the server answered " + res.Status + " without an error"}
+		}
+		return &projectdata.Error{Code: env.Error.Code, Message: env.Error.Message}
+	}
+	if out == nil {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(env.Data))
+	d.UseNumber()
+	if err := d.Decode(out); err != nil {
+		return &projectdata.Error{Code: projectdata.ErrInternal, Message: "decode the answer: " + err.Error()}
+	}
+	return nil
+}
+
+// newIdempotencyKey returns a random key for one write and its retries.
+func newIdempotencyKey() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "pdc-" + hex.EncodeToString(b[:])
+}
+
+// seg escapes one path segment.
+func seg(s string) string { return url.PathEscape(s) }
+
+// project is the path of a project's route.
+func project(slug string, parts ...string) string {
+	p := "/projects/" + seg(slug)
+	for _, s := range parts {
+		p += "/" + s
+	}
+	return p
+}
+
+// idString is a record id as a path segment.
+func idString(id any) string {
+	switch v := id.(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	default:
+		return fmt.Sprint(v)
+	}
+}

@@ -1,0 +1,363 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	pd "github.com/projectdata/projectdata"
+)
+
+// GetProject returns the project and its number of tables.
+func (c *Client) GetProject(ctx context.Context, slug string) (pd.Project, int, error) {
+	var out struct {
+		Project    pd.Project `json:"project"`
+		TableCount int        `json:"table_count"`
+	}
+	err := c.do(ctx, request{method: "GET", path: project(slug)}, &out)
+	return out.Project, out.TableCount, err
+}
+
+// RenameProject sets the project's display name.
+func (c *Client) RenameProject(ctx context.Context, slug, name string) (pd.Project, error) {
+	var out struct {
+		Project pd.Project `json:"project"`
+	}
+	err := c.do(ctx, request{method: "PATCH", path: project(slug), body: map[string]string{"project_name": name}, idempotent: true}, &out)
+	return out.Project, err
+}
+
+// CreateToken creates a token; its secret is in the answer only. It is
+// not retried: the server refuses an Idempotency-Key on token creation.
+func (c *Client) CreateToken(ctx context.Context, slug string, req pd.NewToken) (pd.CreatedToken, error) {
+	body := map[string]any{"token_name": req.Name, "token_type": req.Type, "role": req.Role}
+	if req.ExpiresAt != nil {
+		body["expires_at"] = req.ExpiresAt.UTC().Format(time.RFC3339Nano)
+	}
+	var out struct {
+		Token pd.CreatedToken `json:"token"`
+	}
+	err := c.do(ctx, request{method: "POST", path: project(slug, "auth", "tokens"), body: body}, &out)
+	return out.Token, err
+}
+
+// ListTokens lists the project's tokens, never their secrets.
+func (c *Client) ListTokens(ctx context.Context, slug string) ([]pd.Token, error) {
+	var out struct {
+		Tokens []pd.Token `json:"tokens"`
+	}
+	err := c.do(ctx, request{method: "GET", path: project(slug, "auth", "tokens")}, &out)
+	return out.Tokens, err
+}
+
+// RevokeToken revokes the token with id.
+func (c *Client) RevokeToken(ctx context.Context, slug string, id int64) (pd.Token, error) {
+	var out struct {
+		Token pd.Token `json:"token"`
+	}
+	err := c.do(ctx, request{method: "DELETE", path: project(slug, "auth", "tokens", strconv.FormatInt(id, 10)), idempotent: true}, &out)
+	return out.Token, err
+}
+
+// ListTables lists the project's tables.
+func (c *Client) ListTables(ctx context.Context, slug string) ([]pd.Table, error) {
+	var out struct {
+		Tables []pd.Table `json:"tables"`
+	}
+	err := c.do(ctx, request{method: "GET", path: project(slug, "table")}, &out)
+	return out.Tables, err
+}
+
+// columnBody is a column definition as the API takes it.
+func columnBody(d pd.ColumnDef) map[string]any {
+	b := map[string]any{"column_name": d.Name, "is_nullable": !d.NotNull, "is_unique": d.Unique, "is_primary": d.Primary}
+	if d.Type != "" {
+		b["column_type"] = d.Type
+	}
+	if d.Default != nil {
+		b["default_value"] = d.Default
+	}
+	return b
+}
+
+// CreateTable creates a table with its columns.
+func (c *Client) CreateTable(ctx context.Context, slug string, def pd.TableDef) (pd.Table, []pd.Column, error) {
+	cols := make([]map[string]any, len(def.Columns))
+	for i, d := range def.Columns {
+		cols[i] = columnBody(d)
+	}
+	body := map[string]any{"table_name": def.Name, "columns": cols}
+	if def.DisplayName != nil {
+		body["display_name"] = *def.DisplayName
+	}
+	var out struct {
+		Table   pd.Table    `json:"table"`
+		Columns []pd.Column `json:"columns"`
+	}
+	err := c.do(ctx, request{method: "POST", path: project(slug, "table"), body: body, idempotent: true}, &out)
+	return out.Table, out.Columns, err
+}
+
+// UpdateTable changes the table's display name.
+func (c *Client) UpdateTable(ctx context.Context, slug, table string, upd pd.TableUpdate) (pd.Table, error) {
+	body := map[string]any{}
+	if upd.DisplayName.Set {
+		body["display_name"] = upd.DisplayName.To
+	}
+	var out struct {
+		Table pd.Table `json:"table"`
+	}
+	err := c.do(ctx, request{method: "PATCH", path: project(slug, "table", seg(table)), body: body, idempotent: true}, &out)
+	return out.Table, err
+}
+
+// DeleteTable deletes the table and its rows, returning its name.
+func (c *Client) DeleteTable(ctx context.Context, slug, table string) (string, error) {
+	var out struct {
+		TableName string `json:"table_name"`
+	}
+	err := c.do(ctx, request{method: "DELETE", path: project(slug, "table", seg(table)), idempotent: true}, &out)
+	return out.TableName, err
+}
+
+// ListColumns returns the table's stored name and its columns.
+func (c *Client) ListColumns(ctx context.Context, slug, table string) (string, []pd.Column, error) {
+	var out struct {
+		Table   string      `json:"table"`
+		Columns []pd.Column `json:"columns"`
+	}
+	err := c.do(ctx, request{method: "GET", path: project(slug, "column", seg(table))}, &out)
+	return out.Table, out.Columns, err
+}
+
+type columnAnswer struct {
+	Column pd.Column `json:"column"`
+}
+
+// GetColumn returns one column.
+func (c *Client) GetColumn(ctx context.Context, slug, table, column string) (pd.Column, error) {
+	var out columnAnswer
+	err := c.do(ctx, request{method: "GET", path: project(slug, "column", seg(table), seg(column))}, &out)
+	return out.Column, err
+}
+
+// AddColumn adds a column to the table.
+func (c *Client) AddColumn(ctx context.Context, slug, table string, def pd.ColumnDef) (pd.Column, error) {
+	body := columnBody(def)
+	delete(body, "is_primary")
+	var out columnAnswer
+	err := c.do(ctx, request{method: "POST", path: project(slug, "column", seg(table)), body: body, idempotent: true}, &out)
+	return out.Column, err
+}
+
+// UpdateColumn renames a column or changes its type, nullability, default
+// or uniqueness: the fields of upd that are set.
+func (c *Client) UpdateColumn(ctx context.Context, slug, table, column string, upd pd.ColumnUpdate) (pd.Column, error) {
+	body := map[string]any{}
+	if upd.Name.Set {
+		body["new_column_name"] = upd.Name.To
+	}
+	if upd.Type.Set {
+		body["column_type"] = upd.Type.To
+	}
+	if upd.Nullable.Set {
+		body["is_nullable"] = upd.Nullable.To
+	}
+	if upd.Default.Set {
+		body["default_value"] = upd.Default.To
+	}
+	if upd.Unique.Set {
+		body["is_unique"] = upd.Unique.To
+	}
+	var out columnAnswer
+	err := c.do(ctx, request{method: "PATCH", path: project(slug, "column", seg(table), seg(column)), body: body, idempotent: true}, &out)
+	return out.Column, err
+}
+
+// Insert inserts rows into the table in one transaction.
+func (c *Client) Insert(ctx context.Context, slug, table string, rows []pd.Row) (pd.InsertResult, error) {
+	if rows == nil {
+		rows = []pd.Row{}
+	}
+	var out pd.InsertResult
+	err := c.do(ctx, request{method: "POST", path: project(slug, "records", seg(table)), body: rows, idempotent: true}, &out)
+	for i, id := range out.InsertedIDs {
+		out.InsertedIDs[i] = plain(id)
+	}
+	return out, err
+}
+
+// ListRecords lists rows of the table as opts selects, orders and pages
+// them.
+func (c *Client) ListRecords(ctx context.Context, slug, table string, opts pd.ListOptions) (pd.RecordList, error) {
+	q := url.Values{}
+	if len(opts.Where) > 0 {
+		w, err := json.Marshal(opts.Where)
+		if err != nil {
+			return pd.RecordList{}, &pd.Error{Code: pd.ErrInvalidWhere, Message: "encode where: " + err.Error()}
+		}
+		q.Set("where", string(w))
+	}
+	set := func(name, v string) {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+	set("order", opts.Order)
+	set("columns", strings.Join(opts.Columns, ","))
+	set("after", string(opts.After))
+	set("count", string(opts.Count))
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Offset != 0 {
+		q.Set("offset", strconv.Itoa(opts.Offset))
+	}
+	var out pd.RecordList
+	err := c.do(ctx, request{method: "GET", path: project(slug, "records", seg(table)), query: q}, &out)
+	plainRows(out.Rows)
+	return out, err
+}
+
+// Rows iterates over the rows of a table that opts selects, in its order,
+// reading a page (opts.Limit rows) at a time with the cursor, so memory
+// stays bounded by one page whatever the table's size. opts.Count is
+// ignored. An error ends the iteration, as the last pair.
+func (c *Client) Rows(ctx context.Context, slug, table string, opts pd.ListOptions) iter.Seq2[pd.Row, error] {
+	return func(yield func(pd.Row, error) bool) {
+		opts.Count = pd.CountNone
+		for {
+			page, err := c.ListRecords(ctx, slug, table, opts)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, row := range page.Rows {
+				if !yield(row, nil) {
+					return
+				}
+			}
+			if page.NextCursor == "" {
+				return
+			}
+			opts.After, opts.Offset = page.NextCursor, 0
+		}
+	}
+}
+
+// GetRecord returns the row with primary key id.
+func (c *Client) GetRecord(ctx context.Context, slug, table string, id any) (pd.Row, error) {
+	rec, err := c.FindRecord(ctx, slug, table, id)
+	return rec.Row, err
+}
+
+// FindRecord returns the row with primary key id and the table's stored
+// name.
+func (c *Client) FindRecord(ctx context.Context, slug, table string, id any) (pd.Record, error) {
+	var out pd.Record
+	err := c.do(ctx, request{method: "GET", path: project(slug, "records", seg(table), seg(idString(id)))}, &out)
+	plainRows([]pd.Row{out.Row})
+	return out, err
+}
+
+// UpdateRecord changes columns of the row with primary key id and returns
+// the row as stored.
+func (c *Client) UpdateRecord(ctx context.Context, slug, table string, id any, data pd.Row) (pd.Row, error) {
+	var out pd.Record
+	err := c.do(ctx, request{method: "PATCH", path: project(slug, "records", seg(table), seg(idString(id))), body: data, idempotent: true}, &out)
+	plainRows([]pd.Row{out.Row})
+	return out.Row, err
+}
+
+// DeleteRecord deletes the row with primary key id.
+func (c *Client) DeleteRecord(ctx context.Context, slug, table string, id any) (pd.DeleteResult, error) {
+	var out pd.DeleteResult
+	err := c.do(ctx, request{method: "DELETE", path: project(slug, "records", seg(table), seg(idString(id))), idempotent: true}, &out)
+	return out, err
+}
+
+// UpdateRecords changes the rows upd.Where matches.
+func (c *Client) UpdateRecords(ctx context.Context, slug, table string, upd pd.BulkUpdate) (pd.BulkResult, error) {
+	var out pd.BulkResult
+	err := c.do(ctx, request{method: "PATCH", path: project(slug, "records", seg(table)), body: upd, idempotent: true}, &out)
+	return out, err
+}
+
+// DeleteRecords deletes the rows del.Where matches.
+func (c *Client) DeleteRecords(ctx context.Context, slug, table string, del pd.BulkDelete) (pd.BulkResult, error) {
+	var out pd.BulkResult
+	err := c.do(ctx, request{method: "DELETE", path: project(slug, "records", seg(table)), body: del, idempotent: true}, &out)
+	return out, err
+}
+
+// Query runs one read-only SQL statement.
+func (c *Client) Query(ctx context.Context, slug string, req pd.QueryRequest) (pd.QueryResult, error) {
+	body := map[string]any{"sql": req.SQL}
+	switch {
+	case req.Named != nil:
+		body["params"] = req.Named
+	case req.Args != nil:
+		body["params"] = req.Args
+	}
+	if req.Limit != 0 {
+		body["limit"] = req.Limit
+	}
+	var out pd.QueryResult
+	err := c.do(ctx, request{method: "POST", path: project(slug, "query"), body: body}, &out)
+	plainRows(out.Rows)
+	return out, err
+}
+
+// ListIndexes returns the table's stored name and its indexes.
+func (c *Client) ListIndexes(ctx context.Context, slug, table string) (tableName string, idx []pd.Index, err error) {
+	var out struct {
+		Table   string     `json:"table"`
+		Indexes []pd.Index `json:"indexes"`
+	}
+	err = c.do(ctx, request{method: "GET", path: project(slug, "indexes", seg(table))}, &out)
+	return out.Table, out.Indexes, err
+}
+
+// CreateIndex creates an index on the table.
+func (c *Client) CreateIndex(ctx context.Context, slug, table string, req pd.IndexRequest) (pd.Index, error) {
+	var out struct {
+		Index pd.Index `json:"index"`
+	}
+	err := c.do(ctx, request{method: "POST", path: project(slug, "indexes", seg(table)), body: req, idempotent: true}, &out)
+	return out.Index, err
+}
+
+// DropIndex drops an index this API created, returning its name.
+func (c *Client) DropIndex(ctx context.Context, slug, table, index string) (string, error) {
+	var out struct {
+		IndexName string `json:"index_name"`
+	}
+	err := c.do(ctx, request{method: "DELETE", path: project(slug, "indexes", seg(table), seg(index)), idempotent: true}, &out)
+	return out.IndexName, err
+}
+
+// plainRows turns the exact numbers of decoded rows into the Store's Go
+// types: int64 for integers, float64 otherwise.
+func plainRows(rows []pd.Row) {
+	for _, r := range rows {
+		for k, v := range r {
+			r[k] = plain(v)
+		}
+	}
+}
+
+func plain(v any) any {
+	n, ok := v.(json.Number)
+	if !ok {
+		return v
+	}
+	if i, err := n.Int64(); err == nil {
+		return i
+	}
+	f, _ := n.Float64()
+	return f
+}

@@ -1,0 +1,223 @@
+package projectdata
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Rows encoded straight from SQLite's columns into a caller's buffer, with
+// no Row map, no boxed values and no reflection: the same bytes
+// encoding/json writes for the Row that scanRow returns (keys in sorted
+// order, HTML-safe strings, blobs in base64), so a client cannot tell the
+// two paths apart. rowjson_test.go compares them byte for byte.
+
+// rowKeys is what reading a row by its key needs, made once per registry
+// load: the SELECT, and the JSON form of the row's keys (the columns in
+// the order encoding/json writes a map's keys, sorted, each with its
+// encoded `"name":` prefix).
+type rowKeys struct {
+	order  []int    // column positions, in key order
+	prefix [][]byte // prefix[i]: `"name":` of t.columns[order[i]], with its comma
+	byKey  string   // the SELECT of a row by primary key (selectSQL)
+}
+
+// prepareRowKeys fills t.keys once the table's columns and key are known.
+func (t *tableInfo) prepareRowKeys() {
+	k := rowKeys{order: make([]int, len(t.columns))}
+	for i := range k.order {
+		k.order[i] = i
+	}
+	slices.SortFunc(k.order, func(a, b int) int { return strings.Compare(t.columns[a].Name, t.columns[b].Name) })
+	for i, pos := range k.order {
+		var p []byte
+		if i > 0 {
+			p = append(p, ',')
+		}
+		p = appendHTMLSafeString(p, t.columns[pos].Name)
+		k.prefix = append(k.prefix, append(p, ':'))
+	}
+	if t.pk != nil {
+		k.byKey = selectSQL(t, ` WHERE `, t.pk.quoted, ` = ?`)
+	}
+	t.keys = k
+}
+
+// appendRowJSON appends the current row of a statement made by selectSQL
+// for t as a JSON object. It reports false, having appended nothing, for a
+// row that encoding/json would refuse (a non-finite REAL).
+func (t *tableInfo) appendRowJSON(dst []byte, st *sqlite3.Stmt) ([]byte, bool) {
+	start := len(dst)
+	dst = append(dst, '{')
+	for i, pos := range t.keys.order {
+		dst = append(dst, t.keys.prefix[i]...)
+		var ok bool
+		if dst, ok = appendColumnJSON(dst, st, pos); !ok {
+			return dst[:start], false
+		}
+	}
+	return append(dst, '}'), true
+}
+
+// appendColumnJSON appends column i of st's current row as encoding/json
+// writes the value st.Columns reads (int64, float64, string, []byte, nil).
+func appendColumnJSON(dst []byte, st *sqlite3.Stmt, i int) ([]byte, bool) {
+	switch st.ColumnType(i) {
+	case sqlite3.INTEGER:
+		return strconv.AppendInt(dst, st.ColumnInt64(i), 10), true
+	case sqlite3.FLOAT:
+		return appendJSONFloat(dst, st.ColumnFloat(i))
+	case sqlite3.TEXT:
+		return appendHTMLSafeBytes(dst, st.ColumnRawText(i)), true
+	case sqlite3.BLOB:
+		b := st.ColumnRawBlob(i)
+		if len(b) == 0 {
+			break // st.Columns reads an empty blob as a nil []byte: null
+		}
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, b)
+		return append(dst, '"'), true
+	}
+	return append(dst, "null"...), true
+}
+
+// appendJSONFloat appends f as encoding/json writes a float64: the
+// shortest form, in exponent notation below 1e-6 and from 1e21, with the
+// exponent's leading zero dropped. NaN and ±Inf are refused.
+func appendJSONFloat(dst []byte, f float64) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return dst, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 becomes e-9, as in encoding/json.
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst, true
+}
+
+// appendHTMLSafeString appends s as encoding/json writes a string with
+// HTML escaping on (as json.Marshal and the HTTP API's encoder do).
+func appendHTMLSafeString(dst []byte, s string) []byte {
+	return appendHTMLSafe(dst, s)
+}
+
+// appendHTMLSafeBytes is appendHTMLSafeString for text held in bytes.
+func appendHTMLSafeBytes(dst []byte, s []byte) []byte {
+	return appendHTMLSafe(dst, s)
+}
+
+// appendHTMLSafe escapes as encoding/json: quotes, backslashes and control
+// characters (\b \f \n \r \t by name, others as \u00XX), <, > and & as
+// \u003c \u003e \u0026, U+2028 and U+2029, and each byte of invalid UTF-8
+// as \ufffd.
+func appendHTMLSafe[S string | []byte](dst []byte, s S) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		// A conversion of at most 4 bytes that does not escape: no allocation.
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// AppendRecordJSON appends the record FindRecord returns, encoded as JSON,
+// to dst: the same bytes as json.Marshal of that Record
+// ({"table":…,"row":{…}}), read straight from SQLite's columns without
+// building the Row (no allocation per value). On error dst is returned as
+// it was.
+//
+// Errors: as GetRecord; a row encoding/json cannot encode (a non-finite
+// REAL) is an error, as it is for json.Marshal.
+func (s *Store) AppendRecordJSON(ctx context.Context, dst []byte, slug, table string, id any) ([]byte, error) {
+	out := dst
+	err := s.withProject(ctx, slug, OpGetRecord, func(p *project) error {
+		return p.readSchema(ctx, func(c *conn, sc *schema) error {
+			out = dst
+			t, k, err := tableAndKey(sc, table, id)
+			if err != nil {
+				return err
+			}
+			found, err := c.queryRow(t.keys.byKey, []any{k}, func(st *sqlite3.Stmt) error {
+				out = append(out, `{"table":`...)
+				out = appendHTMLSafeString(out, t.Name)
+				out = append(out, `,"row":`...)
+				var ok bool
+				if out, ok = t.appendRowJSON(out, st); !ok {
+					// What encoding/json says of the same row.
+					row, err := t.scanRow(st, make([]any, len(t.columns)))
+					if err != nil {
+						return err
+					}
+					_, err = json.Marshal(row)
+					return err
+				}
+				out = append(out, '}')
+				return nil
+			})
+			if err == nil && !found {
+				err = errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
+}

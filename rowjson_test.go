@@ -1,0 +1,83 @@
+package projectdata_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// oddValues are SQL literals of values whose JSON form is easy to get
+// wrong: escapes, HTML characters, line separators, invalid UTF-8, integer
+// extremes, floats at the edges of encoding/json's notation, blobs, NULL.
+var oddValues = []string{
+	`NULL`, `''`, `'plain'`, `'<script>&"\'`, `'a' || char(0, 1, 8, 9, 10, 12, 13, 31, 127) || 'z'`,
+	`char(8232, 8233)`, `'é日本🎉'`, `CAST(x'fffe61c3' AS TEXT)`, `CAST(x'e280' AS TEXT)`,
+	`0`, `-1`, `9223372036854775807`, `-9223372036854775808`, `'42'`, `'1.5'`,
+	`0.0`, `-0.0`, `1.5`, `1e20`, `1e21`, `-1e21`, `1e-6`, `1e-7`, `-2.5e-10`, `123456789.123`,
+	`5e-324`, `1.7976931348623157e308`, `0.1`, `100.0`,
+	`x''`, `x'00ff10'`, `x'616263'`,
+}
+
+// TestAppendRecordJSON shows that a row encoded straight from SQLite's
+// columns is byte for byte what encoding/json writes for the Record that
+// FindRecord returns, for every column type and odd values, and that the
+// caller's buffer is appended to.
+func TestAppendRecordJSON(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.Open(t, nil)
+	_, _, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "Odd", Columns: []projectdata.ColumnDef{
+		{Name: "id", Type: "INTEGER", Primary: true},
+		{Name: "zeta"}, {Name: "Alpha", Type: "INTEGER"}, {Name: "_under", Type: "REAL"}, {Name: "b9", Type: "NUMERIC"},
+		{Name: "B", Type: "BOOLEAN"}, {Name: "when_at", Type: "DATETIME"}, {Name: "a_b"},
+	}})
+	is.NoErr(err)
+	raw := pdtest.Raw(t, dir, "acme")
+	for i, v := range oddValues {
+		// Every column holds the value, as SQLite stores it under the
+		// column's affinity; the rows are written behind the Store's back.
+		pdtest.Exec(t, raw, fmt.Sprintf(`INSERT INTO Odd VALUES (%d, %[2]s, %[2]s, %[2]s, %[2]s, %[2]s, %[2]s, %[2]s)`, i+1, v))
+	}
+	// And one row of mixed values.
+	pdtest.Exec(t, raw, `INSERT INTO Odd VALUES (1000, 'x<y', 7, 2.5, 3, 1, '2026-11-22T10:00:00.000Z', NULL)`)
+	ids := []int{1000}
+	for i := range oddValues {
+		ids = append(ids, i+1)
+	}
+	for _, id := range ids {
+		rec, err := s.FindRecord(ctx, "acme", "odd", id)
+		is.NoErr(err)
+		want, err := json.Marshal(rec)
+		is.NoErr(err)
+		got, err := s.AppendRecordJSON(ctx, []byte("prefix:"), "acme", "odd", id)
+		is.NoErr(err)
+		is.Equal(string(got), "prefix:"+string(want)) // same bytes as encoding/json
+	}
+
+	t.Run("a value encoding/json refuses is an error, as it is there", func(t *testing.T) {
+		is := is.New(t)
+		pdtest.Exec(t, raw, `INSERT INTO Odd (id, _under) VALUES (2000, 1e999)`)
+		rec, err := s.FindRecord(ctx, "acme", "odd", 2000)
+		is.NoErr(err)
+		_, err = json.Marshal(rec)
+		is.True(err != nil)
+		got, err := s.AppendRecordJSON(ctx, []byte("prefix:"), "acme", "odd", 2000)
+		is.True(err != nil)
+		is.Equal(string(got), "prefix:") // the buffer as it was
+	})
+
+	t.Run("errors are GetRecord's", func(t *testing.T) {
+		_, err := s.AppendRecordJSON(ctx, nil, "acme", "odd", 99999)
+		pdtest.Code(t, err, projectdata.ErrRecordNotFound)
+		_, err = s.AppendRecordJSON(ctx, nil, "acme", "nope", 1)
+		pdtest.Code(t, err, projectdata.ErrTableNotFound)
+		_, err = s.AppendRecordJSON(ctx, nil, "nope", "odd", 1)
+		pdtest.Code(t, err, projectdata.ErrProjectNotFound)
+	})
+}
