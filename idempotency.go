@@ -311,10 +311,10 @@ func (s *Store) pruneAnswers(ctx context.Context, p *project) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	// A reader first tells whether any answer has expired, so that pruning
+	// A point read first tells whether any answer has expired, so that pruning
 	// takes the writer only when there is something to delete.
 	var expired bool
-	err := p.read(ctx, func(c *conn) (err error) {
+	err := p.readPoint(ctx, func(c *conn) (err error) {
 		expired, err = c.queryRow(`SELECT 1 FROM _pd_idempotency WHERE expires_at <= ? LIMIT 1`, []any{now}, func(*sqlite3.Stmt) error { return nil })
 		return err
 	})
