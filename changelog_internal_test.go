@@ -148,3 +148,23 @@ func storedBytes(b *testing.B, s *Store) float64 {
 	}
 	return float64(n)
 }
+
+// TestPruningWithNothingDueTakesNoWriter: the log's pruning, run in the
+// background after a project's first change, asks a point read first; with
+// nothing due it never waits for the writer (which would hold up other
+// writes, and make a token's last_used_at wait for a later request).
+func TestPruningWithNothingDueTakesNoWriter(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := itemsStore(t, &Options{QueueTimeout: 10 * time.Millisecond})
+	_, err := s.Insert(ctx, "acme", "items", []Row{{"qty": 1}})
+	is.NoErr(err)
+	err = s.withProject(ctx, "acme", "", func(p *project) error {
+		p.wsem <- struct{}{} // the writer is busy
+		defer func() { <-p.wsem }()
+		n, err := s.pruneChanges(ctx, p)
+		is.Equal(n, 0)
+		return err // ErrServerBusy if it had waited for the writer
+	})
+	is.NoErr(err)
+}

@@ -38,8 +38,8 @@ type project struct {
 	writer *conn
 	wq     writeQueue // writes waiting for the writer (writer.go)
 
-	asem chan struct{} // holds auth; capacity 1
-	auth *conn         // read-only connection of authentication; nil until used
+	psem  chan struct{} // holds point; capacity 1
+	point *conn         // read-only connection of point reads (readPoint); nil until used
 
 	rsem    chan struct{} // one slot per reader in use
 	rmu     sync.Mutex
@@ -89,7 +89,7 @@ func (p *project) open() error {
 	p.writer = w
 	p.wsem = make(chan struct{}, 1)
 	p.rsem = make(chan struct{}, p.store.opts.MaxReadersPerProject)
-	p.asem = make(chan struct{}, 1)
+	p.psem = make(chan struct{}, 1)
 	p.lastUsed = make(map[int64]time.Time)
 	p.sweepExports()
 	return nil
@@ -114,8 +114,8 @@ func (p *project) close() error {
 			first = err
 		}
 	}
-	if p.auth != nil {
-		if err := p.auth.close(); err != nil && first == nil {
+	if p.point != nil {
+		if err := p.point.close(); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -311,6 +311,19 @@ func (s *Store) pruneAnswers(ctx context.Context, p *project) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
+	// A point read first tells whether any answer has expired, so that pruning
+	// takes the writer only when there is something to delete.
+	var expired bool
+	err := p.readPoint(ctx, func(c *conn) (err error) {
+		expired, err = c.queryRow(`SELECT 1 FROM _pd_idempotency WHERE expires_at <= ? LIMIT 1`, []any{now}, func(*sqlite3.Stmt) error { return nil })
+		return err
+	})
+	if err != nil || !expired {
+		if err != nil {
+			s.opts.Logger.Warn("prune idempotent answers", "project", p.slug, "err", err)
+		}
+		return
+	}
 	for range pruneBatches {
 		var n int64
 		err := p.write(ctx, func(c *conn) error {

@@ -68,24 +68,26 @@ func (p *project) tryWrite(ctx context.Context, fn func(c *conn) error) (bool, e
 	return true, r.err
 }
 
-// readAuth runs fn on the project's connection for authentication, a
-// read-only connection of its own: a token check never waits behind the
-// queries that hold the readers, nor behind the writer. Its checks are
-// point reads, so one connection serves them in turn.
-func (p *project) readAuth(ctx context.Context, fn func(c *conn) error) error {
-	if err := p.enter(ctx, p.asem, "authentication connection"); err != nil {
+// readPoint runs fn on the project's connection for point reads, a
+// read-only connection of its own: a token check (or a bookkeeping check,
+// such as whether the change log has anything to prune) never waits behind
+// the queries that hold the readers, nor behind the writer, and takes no
+// reader from them. Its reads are point reads, so one connection serves
+// them in turn.
+func (p *project) readPoint(ctx context.Context, fn func(c *conn) error) error {
+	if err := p.enter(ctx, p.psem, "point-read connection"); err != nil {
 		return err
 	}
-	defer func() { <-p.asem }()
-	if p.auth == nil {
+	defer func() { <-p.psem }()
+	if p.point == nil {
 		c, err := openConn(p.dbPath(), true, p.store.opts.BusyTimeout)
 		if err != nil {
-			return errors.Wrapf(err, "open authentication connection of project %q", p.slug)
+			return errors.Wrapf(err, "open point-read connection of project %q", p.slug)
 		}
 		p.store.heap.track(c)
-		p.auth = c
+		p.point = c
 	}
-	old := p.auth.db.SetInterrupt(ctx)
-	defer p.auth.db.SetInterrupt(old)
-	return fn(p.auth)
+	old := p.point.db.SetInterrupt(ctx)
+	defer p.point.db.SetInterrupt(old)
+	return fn(p.point)
 }

@@ -385,12 +385,12 @@ func (s *Store) Authenticate(ctx context.Context, slug, secret string) (Caller, 
 }
 
 // readToken reads the token whose secret has the SHA-256 hash, on the
-// authentication connection (see readAuth); unknown and revoked tokens are
+// point-read connection (see readPoint); unknown and revoked tokens are
 // ErrInvalidToken.
 func (p *project) readToken(ctx context.Context, hash [32]byte) (Token, error) {
 	var tok Token
 	var found bool
-	err := p.readAuth(ctx, func(c *conn) (err error) {
+	err := p.readPoint(ctx, func(c *conn) (err error) {
 		found, err = c.queryRow(`SELECT `+tokenColumns+` FROM _pd_tokens WHERE secret_sha256 = ?`, []any{hash[:]}, func(st *sqlite3.Stmt) error {
 			tok = scanToken(st)
 			return nil
