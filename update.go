@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ncruces/go-sqlite3"
+	"github.com/pkg/errors"
 )
 
 // UpdateRecord sets the columns of data in the row of a table whose
@@ -67,8 +68,8 @@ func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, da
 			})
 			if err != nil {
 				err = dbError(ctx, err)
-				if code := ErrorCode(err); code != ErrInternal {
-					err = errorf(code, "table %q: %s", t.Name, err)
+				if ErrorCode(err) != ErrInternal {
+					err = errors.WithMessagef(err, "table %q", t.Name)
 				}
 				return err
 			}
