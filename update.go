@@ -18,8 +18,18 @@ import (
 // ErrNotNullViolation, ErrRecordNotFound, ErrTableNotFound,
 // ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, data Row) (Row, error) {
-	var row Row
-	call := writeCall{op: OpUpdateRecord, args: []any{table, id, data}, results: []any{&row}}
+	rec, err := s.UpdateFoundRecord(ctx, slug, table, id, data)
+	return rec.Row, err
+}
+
+// UpdateFoundRecord is UpdateRecord that also returns the table's name as
+// stored, whatever the spelling or id the table was given by (as
+// FindRecord is to GetRecord).
+//
+// Errors: as UpdateRecord.
+func (s *Store) UpdateFoundRecord(ctx context.Context, slug, table string, id any, data Row) (Record, error) {
+	var rec Record
+	call := writeCall{op: OpUpdateRecord, args: []any{table, id, data}, results: []any{&rec.Row, &rec.Table}}
 	err := s.withWrite(ctx, slug, call, func(ctx context.Context, p *project) error {
 		if len(data) == 0 {
 			return errorf(ErrInvalidRequest, "the body must be a non-empty object of column name to new value")
@@ -33,6 +43,7 @@ func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, da
 			if err != nil {
 				return err
 			}
+			rec.Table = t.Name
 			vals, err := t.rowValues(data, nil)
 			if err != nil {
 				return err
@@ -63,7 +74,7 @@ func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, da
 			args = append(args, k)
 			scratch := make([]any, len(t.columns))
 			found, err := c.queryRow(sql.String(), args, func(st *sqlite3.Stmt) (err error) {
-				row, err = t.scanRow(st, scratch)
+				rec.Row, err = t.scanRow(st, scratch)
 				return err
 			})
 			if err != nil {
@@ -82,7 +93,7 @@ func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, da
 		})
 	})
 	if err != nil {
-		return nil, err
+		return Record{}, err
 	}
-	return row, nil
+	return rec, nil
 }
