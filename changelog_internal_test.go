@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	"github.com/ncruces/go-sqlite3"
 )
 
 // Every test of the package checks that each unit of work logs exactly the
@@ -113,6 +114,7 @@ func BenchmarkInsertChangeLog(b *testing.B) {
 			name := fmt.Sprintf("Rows%d/Log%v", batch, map[bool]string{false: "Off", true: "On"}[logOn])
 			b.Run(name, func(b *testing.B) {
 				s := itemsStore(b, &Options{changeLogOff: !logOn})
+				before := storedBytes(b, s)
 				b.ReportAllocs()
 				for b.Loop() {
 					if _, err := s.Insert(ctx, "acme", "items", rows); err != nil {
@@ -120,7 +122,29 @@ func BenchmarkInsertChangeLog(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "rows/s")
+				b.ReportMetric((storedBytes(b, s)-before)/float64(b.N*batch), "dbB/row")
 			})
 		}
 	}
+}
+
+// storedBytes is the size of project acme's database (its pages): the
+// growth per row with the change log on and off tells the log's bytes per
+// change.
+func storedBytes(b *testing.B, s *Store) float64 {
+	b.Helper()
+	var n int64
+	err := s.withProject(context.Background(), "acme", "", func(p *project) error {
+		return p.read(context.Background(), func(c *conn) error {
+			_, err := c.queryRow(`SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`, nil, func(st *sqlite3.Stmt) error {
+				n = st.ColumnInt64(0)
+				return nil
+			})
+			return err
+		})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return float64(n)
 }

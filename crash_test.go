@@ -126,6 +126,7 @@ func TestCrashSafety(t *testing.T) {
 	columns := map[string]bool{}
 	exports := map[string]bool{}
 	verified := map[string]bool{} // export files already checked against their manifests
+	var feed crashFeed            // the change log, read on from kill point to kill point
 	rebuilds, deletes := 0, 0
 	rng := rand.New(rand.NewPCG(1, 2))
 	for k := range killPoints {
@@ -186,14 +187,14 @@ func TestCrashSafety(t *testing.T) {
 			}
 		}
 		cmd.Wait()
-		checkAfterCrash(t, k, dir, acked, columns, exports, verified)
+		checkAfterCrash(t, k, dir, acked, columns, exports, verified, &feed)
 	}
 	t.Logf("%d kill points, %d acknowledged batches, %d columns, %d rebuilds, %d bulk deletes, %d exports", killPoints, len(acked), len(columns), rebuilds, deletes, len(exports))
 }
 
 // checkAfterCrash reopens the data folder and checks everything the crash
 // may not have broken, the kept row count included.
-func checkAfterCrash(t *testing.T, k int, dir string, acked map[int]bool, columns, exports, verified map[string]bool) {
+func checkAfterCrash(t *testing.T, k int, dir string, acked map[int]bool, columns, exports, verified map[string]bool, feed *crashFeed) {
 	t.Helper()
 	s, err := projectdata.Open(dir, nil)
 	if err != nil {
@@ -237,6 +238,7 @@ func checkAfterCrash(t *testing.T, k int, dir string, acked map[int]bool, column
 		rows += n
 	}
 	pdtest.CheckRowCounts(t, dir, "acme")
+	feed.check(t, k, s, rows)
 	list, err := s.ListRecords(ctx, "acme", "events", projectdata.ListOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)

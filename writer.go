@@ -216,9 +216,12 @@ func (p *project) runGroup(reqs []*writeRequest) {
 		ok := p.runSavepoint(c, r)
 		if c.db.GetAutocommit() {
 			// SQLite rolled the whole transaction back (an I/O error, a
-			// full disk): the writes that had joined it are lost too.
+			// full disk): the writes that had joined it are lost too. Their
+			// error is a failure of the service, not r's: it carries none of
+			// r's code, so that no idempotent answer is stored for them and
+			// a retry runs.
 			for _, j := range joined {
-				j.err = errors.Wrap(cmpErr(r.err, errors.New("transaction lost")), "a write sharing the transaction failed")
+				j.err = errors.New("a write sharing the transaction failed and SQLite rolled the transaction back")
 			}
 			joined = joined[:0]
 			if !begin(reqs[i+1:]) {
@@ -238,14 +241,6 @@ func (p *project) runGroup(reqs []*writeRequest) {
 			c.exec(`ROLLBACK`)
 		}
 	}
-}
-
-// cmpErr returns the first non-nil error.
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // runSavepoint runs one write of a group in a savepoint and reports

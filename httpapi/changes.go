@@ -160,9 +160,11 @@ type eventWriter struct {
 	failed  bool
 }
 
-// change appends one change event; false when it cannot be encoded.
+// change appends one change event; false when it cannot be encoded. The
+// change's JSON is the one the feed encoded once for every stream
+// (MarshalJSON, not json.Marshal, which would check it again per stream).
 func (e *eventWriter) change(c pd.Change) bool {
-	data, err := json.Marshal(c)
+	data, err := c.MarshalJSON()
 	if err != nil {
 		return false
 	}
