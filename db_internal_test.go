@@ -57,6 +57,20 @@ func TestWriteAndCancellation(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(count(), 1)
 	})
+	t.Run("FinishedWorkAloneCommits", func(t *testing.T) {
+		is := is.New(t)
+		p, count := openTestProject(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		err := p.writeAlone(ctx, func(c *conn) error {
+			if err := c.exec(`INSERT INTO t (v) VALUES (1)`); err != nil {
+				return err
+			}
+			cancel() // the request ends after its work, before the commit
+			return nil
+		})
+		is.NoErr(err)
+		is.Equal(count(), 1)
+	})
 	t.Run("InterruptedWorkRollsBackAsCancelled", func(t *testing.T) {
 		// Only writes alone are interrupted: interrupting a statement of a
 		// shared transaction would roll back the other writes in it.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ncruces/go-sqlite3"
+	"github.com/pkg/errors"
 )
 
 // UpdateRecord sets the columns of data in the row of a table whose
@@ -17,8 +18,18 @@ import (
 // ErrNotNullViolation, ErrRecordNotFound, ErrTableNotFound,
 // ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, data Row) (Row, error) {
-	var row Row
-	call := writeCall{op: OpUpdateRecord, args: []any{table, id, data}, results: []any{&row}}
+	rec, err := s.UpdateFoundRecord(ctx, slug, table, id, data)
+	return rec.Row, err
+}
+
+// UpdateFoundRecord is UpdateRecord that also returns the table's name as
+// stored, whatever the spelling or id the table was given by (as
+// FindRecord is to GetRecord).
+//
+// Errors: as UpdateRecord.
+func (s *Store) UpdateFoundRecord(ctx context.Context, slug, table string, id any, data Row) (Record, error) {
+	var rec Record
+	call := writeCall{op: OpUpdateRecord, args: []any{table, id, data}, results: []any{&rec.Row, &rec.Table}}
 	err := s.withWrite(ctx, slug, call, func(ctx context.Context, p *project) error {
 		if len(data) == 0 {
 			return errorf(ErrInvalidRequest, "the body must be a non-empty object of column name to new value")
@@ -32,6 +43,7 @@ func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, da
 			if err != nil {
 				return err
 			}
+			rec.Table = t.Name
 			vals, err := t.rowValues(data, nil)
 			if err != nil {
 				return err
@@ -62,13 +74,13 @@ func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, da
 			args = append(args, k)
 			scratch := make([]any, len(t.columns))
 			found, err := c.queryRow(sql.String(), args, func(st *sqlite3.Stmt) (err error) {
-				row, err = t.scanRow(st, scratch)
+				rec.Row, err = t.scanRow(st, scratch)
 				return err
 			})
 			if err != nil {
 				err = dbError(ctx, err)
-				if code := ErrorCode(err); code != ErrInternal {
-					err = errorf(code, "table %q: %s", t.Name, err)
+				if ErrorCode(err) != ErrInternal {
+					err = errors.WithMessagef(err, "table %q", t.Name)
 				}
 				return err
 			}
@@ -81,7 +93,7 @@ func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, da
 		})
 	})
 	if err != nil {
-		return nil, err
+		return Record{}, err
 	}
-	return row, nil
+	return rec, nil
 }

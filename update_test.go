@@ -1,6 +1,8 @@
 package projectdata_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -71,4 +73,17 @@ func TestUpdateRecord(t *testing.T) {
 		_, err := s.UpdateRecord(pdtest.As(t, s, projectdata.RoleRead), "acme", "people", 1, projectdata.Row{"age": 1})
 		pdtest.Code(t, err, projectdata.ErrPermissionDenied)
 	})
+}
+
+// TestUpdateRecordErrorsKeepTheirCause: a constraint failure is wrapped
+// with the table's name, not re-formatted: the cause stays reachable.
+func TestUpdateRecordErrorsKeepTheirCause(t *testing.T) {
+	is := is.New(t)
+	s := peopleStore(t)
+	_, err := s.UpdateRecord(ctx, "acme", "people", 1, projectdata.Row{"id": 2})
+	pdtest.Code(t, err, projectdata.ErrUniqueViolation)
+	is.True(strings.HasPrefix(err.Error(), `table "people": `))
+	var cause *projectdata.Error
+	is.True(errors.As(err, &cause))
+	is.True(!strings.Contains(cause.Message, "people")) // the cause, unchanged
 }

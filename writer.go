@@ -171,12 +171,16 @@ func (p *project) runAlone(r *writeRequest) {
 	r.err = func() (err error) {
 		c := p.writer
 		old := c.db.SetInterrupt(r.ctx)
-		defer c.db.SetInterrupt(old)
 		tx, err := c.db.BeginImmediate()
 		if err != nil {
+			c.db.SetInterrupt(old)
 			return dbError(r.ctx, err)
 		}
 		defer tx.End(&err)
+		// Runs before tx.End: work that finished commits even if its
+		// context ended meanwhile; work the context interrupted failed,
+		// so it rolls back.
+		defer c.db.SetInterrupt(old)
 		return r.fn(c)
 	}()
 }

@@ -104,6 +104,9 @@ func (h *Handler) createToken(r *http.Request, ps httprouter.Params) (int, any, 
 }
 
 func (h *Handler) listTokens(r *http.Request, ps httprouter.Params) (int, any, error) {
+	if err := knownParams(r.URL.Query()); err != nil {
+		return 0, nil, err
+	}
 	toks, err := h.store.ListTokens(r.Context(), ps.ByName("project"))
 	return http.StatusOK, map[string]any{"tokens": toks}, err
 }
@@ -118,6 +121,9 @@ func (h *Handler) revokeToken(r *http.Request, ps httprouter.Params) (int, any, 
 }
 
 func (h *Handler) listTables(r *http.Request, ps httprouter.Params) (int, any, error) {
+	if err := knownParams(r.URL.Query()); err != nil {
+		return 0, nil, err
+	}
 	tables, err := h.store.ListTables(r.Context(), ps.ByName("project"))
 	return http.StatusOK, map[string]any{"tables": tables}, err
 }
@@ -176,6 +182,9 @@ func (h *Handler) deleteTable(r *http.Request, ps httprouter.Params) (int, any, 
 }
 
 func (h *Handler) listColumns(r *http.Request, ps httprouter.Params) (int, any, error) {
+	if err := knownParams(r.URL.Query()); err != nil {
+		return 0, nil, err
+	}
 	table, cols, err := h.store.ListColumns(r.Context(), ps.ByName("project"), ps.ByName("table"))
 	return http.StatusOK, map[string]any{"table": table, "columns": cols}, err
 }
@@ -262,6 +271,9 @@ func knownParams(q url.Values, names ...string) error {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
+		if len(names) == 0 {
+			return errorf(pd.ErrInvalidRequest, "unknown query parameter %.40q (this route takes none)", unknown[0])
+		}
 		return errorf(pd.ErrInvalidRequest, "unknown query parameter %.40q (known: %s)", unknown[0], strings.Join(names, ", "))
 	}
 	return nil
@@ -298,8 +310,8 @@ func (h *Handler) updateRecord(r *http.Request, ps httprouter.Params) (int, any,
 	if _, err := h.decodeBody(r, &data); err != nil {
 		return 0, nil, err
 	}
-	row, err := h.store.UpdateRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"), data)
-	return http.StatusOK, map[string]any{"table": ps.ByName("table"), "row": row}, err
+	rec, err := h.store.UpdateFoundRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"), data)
+	return http.StatusOK, rec, err
 }
 
 func (h *Handler) deleteRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
@@ -326,6 +338,9 @@ func (h *Handler) deleteRecords(r *http.Request, ps httprouter.Params) (int, any
 }
 
 func (h *Handler) listIndexes(r *http.Request, ps httprouter.Params) (int, any, error) {
+	if err := knownParams(r.URL.Query()); err != nil {
+		return 0, nil, err
+	}
 	table, idx, err := h.store.ListIndexes(r.Context(), ps.ByName("project"), ps.ByName("table"))
 	return http.StatusOK, map[string]any{"table": table, "indexes": idx}, err
 }
