@@ -181,7 +181,9 @@ func TestProjectExportUnderConcurrentInserts(t *testing.T) {
 	t.Logf("snapshot of %d rows (%d bytes) took %v; %d inserts ran during it, the slowest %v",
 		n, e.SizeBytes, took, during.Load(), time.Duration(slowest.Load()))
 	is.True(during.Load() > 0) // writes went on while it was taken
-	if !raceEnabled {
+	// A timed check only in the long run: the quick one shares its cores
+	// with the rest of CI, and logs the figure above.
+	if !testing.Short() && !raceEnabled {
 		is.True(time.Duration(slowest.Load()) < 100*time.Millisecond) // no insert waited for it
 	}
 }
