@@ -1,33 +1,333 @@
 package projectdata
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxQueryParams is SQLite's limit on the parameters of one statement.
 const maxQueryParams = 32766
 
-// jsonStream is the one JSON decoder of request bodies. It reads a stream
-// and keeps numbers exact (json.Number). Bodies that hold lists (insert
-// rows, query params, where conditions) are read token by token, so a list
-// that is too long is refused as soon as it is, never after decoding all of
-// it; nested values where a scalar belongs are refused before they are
-// built.
+// jsonStream is the one JSON decoder of request bodies: a hand-written
+// scanner that reads the body in one pass from its own buffer, keeping
+// numbers exact (json.Number). Bodies that hold lists (insert rows, query
+// params, where conditions) are read value by value, so a list that is too
+// long is refused as soon as it is, never after decoding all of it; nested
+// values where a scalar belongs are refused before they are built. It
+// allocates only what the caller keeps: strings without escapes are copied
+// once from the buffer, strings with escapes (or invalid UTF-8) are
+// unquoted by encoding/json, and object keys are interned, so the keys of
+// 1,000 rows cost one string each, not 1,000.
+//
+// The grammar is checked as the value is read: token reads the start of a
+// value (a scalar, or the '{' or '[' of a container), fields and array read
+// the rest of a container, end refuses anything after the value. Syntax
+// errors are ErrInvalidJSON, an error of the reader goes through as it is.
 type jsonStream struct {
-	d         *json.Decoder
+	r         io.Reader
+	buf       []byte // buf[pos:lim] is read and not yet scanned
+	pos, lim  int
+	rerr      error      // the reader's error, once it returned one (io.EOF at the end)
 	lastDelim json.Delim // the container scalar found instead of a scalar
+	keys      map[string]string
+	rowHint   int // the size of the last row, for the next one's map
 }
 
+// maxInternedKeys bounds the interned keys of one stream.
+const maxInternedKeys = 2 * maxColumns
+
 func newJSONStream(r io.Reader) *jsonStream {
-	d := json.NewDecoder(r)
-	d.UseNumber()
-	return &jsonStream{d: d}
+	return &jsonStream{r: r, buf: make([]byte, 16<<10)}
+}
+
+// newJSONBytes is a stream over b, already in memory.
+func newJSONBytes(b []byte) *jsonStream {
+	return &jsonStream{buf: b, lim: len(b), rerr: io.EOF}
+}
+
+// fill reads more of the body, keeping buf[pos:lim] (moved to the front,
+// in a buffer twice as large when it is full). It reports whether bytes
+// arrived; when none did, rerr says why.
+func (js *jsonStream) fill() bool {
+	if js.rerr != nil {
+		return false
+	}
+	if js.pos > 0 {
+		js.lim = copy(js.buf, js.buf[js.pos:js.lim])
+		js.pos = 0
+	}
+	if js.lim == len(js.buf) {
+		nb := make([]byte, 2*len(js.buf))
+		copy(nb, js.buf[:js.lim])
+		js.buf = nb
+	}
+	for {
+		n, err := js.r.Read(js.buf[js.lim:])
+		js.lim += n
+		if err != nil {
+			js.rerr = err
+			return n > 0
+		}
+		if n > 0 {
+			return true
+		}
+	}
+}
+
+// cut is the error of a body that ends (or fails) in the middle of a value.
+func (js *jsonStream) cut() error {
+	if js.rerr == nil || js.rerr == io.EOF {
+		return invalidJSON()
+	}
+	return js.rerr
+}
+
+func invalidJSON() error {
+	return errorf(ErrInvalidJSON, "the body is not valid JSON")
+}
+
+// peek returns the next byte after white space, unread. At the end of the
+// body it returns the reader's error (io.EOF when the body just ended).
+func (js *jsonStream) peek() (byte, error) {
+	for {
+		for js.pos < js.lim {
+			c := js.buf[js.pos]
+			if c != ' ' && c != '\n' && c != '\r' && c != '\t' {
+				return c, nil
+			}
+			js.pos++
+		}
+		if !js.fill() {
+			return 0, js.rerr
+		}
+	}
+}
+
+// next is peek for a byte that must come: the end of the body is cut.
+func (js *jsonStream) next() (byte, error) {
+	c, err := js.peek()
+	if err != nil {
+		return 0, js.cut()
+	}
+	return c, nil
+}
+
+// end refuses anything after the value.
+func (js *jsonStream) end() error {
+	_, err := js.peek()
+	switch {
+	case err == io.EOF:
+		return nil
+	case err != nil:
+		return err
+	}
+	return errorf(ErrInvalidJSON, "the body holds more than one JSON value")
+}
+
+// token reads the start of a value: a scalar (nil, bool, json.Number or
+// string), or json.Delim('{') or json.Delim('[') for a container, whose
+// rest fields or array read.
+func (js *jsonStream) token() (json.Token, error) {
+	c, err := js.next()
+	if err != nil {
+		return nil, err
+	}
+	switch c {
+	case '{', '[':
+		js.pos++
+		return json.Delim(c), nil
+	case '"':
+		return js.str()
+	case 't':
+		return true, js.literal("true")
+	case 'f':
+		return false, js.literal("false")
+	case 'n':
+		return nil, js.literal("null")
+	}
+	if c == '-' || (c >= '0' && c <= '9') {
+		return js.number()
+	}
+	return nil, invalidJSON()
+}
+
+// literal reads true, false or null.
+func (js *jsonStream) literal(word string) error {
+	for js.lim-js.pos < len(word) {
+		if !js.fill() {
+			return js.cut()
+		}
+	}
+	if string(js.buf[js.pos:js.pos+len(word)]) != word {
+		return invalidJSON()
+	}
+	js.pos += len(word)
+	return nil
+}
+
+// at returns the byte i after pos, reading more of the body as needed;
+// false when the body ends first.
+func (js *jsonStream) at(i int) (byte, bool) {
+	for js.pos+i >= js.lim {
+		if !js.fill() {
+			return 0, false
+		}
+	}
+	return js.buf[js.pos+i], true
+}
+
+// digits returns the index after the run of digits starting at i.
+func (js *jsonStream) digits(i int) int {
+	for {
+		c, ok := js.at(i)
+		if !ok || c < '0' || c > '9' {
+			return i
+		}
+		i++
+	}
+}
+
+// number reads a number as JSON writes it, kept exact as json.Number.
+func (js *jsonStream) number() (json.Token, error) {
+	i := 0
+	c, _ := js.at(0)
+	if c == '-' {
+		i++
+	}
+	switch c, ok := js.at(i); {
+	case !ok:
+		return nil, js.cut()
+	case c == '0':
+		i++
+	case c >= '1' && c <= '9':
+		i = js.digits(i + 1)
+	default:
+		return nil, invalidJSON()
+	}
+	if c, ok := js.at(i); ok && c == '.' {
+		j := js.digits(i + 1)
+		if j == i+1 {
+			return nil, js.cutOr(i + 1)
+		}
+		i = j
+	}
+	if c, ok := js.at(i); ok && (c == 'e' || c == 'E') {
+		i++
+		if c, ok := js.at(i); ok && (c == '+' || c == '-') {
+			i++
+		}
+		j := js.digits(i)
+		if j == i {
+			return nil, js.cutOr(i)
+		}
+		i = j
+	}
+	if js.rerr != nil && js.rerr != io.EOF && js.pos+i >= js.lim {
+		return nil, js.rerr // the number may go on past the reader's failure
+	}
+	n := json.Number(js.buf[js.pos : js.pos+i])
+	js.pos += i
+	return n, nil
+}
+
+// cutOr is the error of a number missing its digits at i: cut when the
+// body ended there, invalid JSON otherwise.
+func (js *jsonStream) cutOr(i int) error {
+	if _, ok := js.at(i); !ok {
+		return js.cut()
+	}
+	return invalidJSON()
+}
+
+// quoted reads a string and returns it as it is in the body, quotes
+// included (valid until the next read), and whether it needs unquoting by
+// encoding/json: escapes, or bytes that may not be valid UTF-8.
+func (js *jsonStream) quoted() ([]byte, bool, error) {
+	i := 1 // after the opening quote
+	slow := false
+	for {
+		if js.pos+i >= js.lim {
+			if !js.fill() {
+				return nil, false, js.cut()
+			}
+			continue
+		}
+		b := js.buf[js.pos+i : js.lim]
+		j := 0
+		for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j] >= 0x20 && b[j] < 0x80 {
+			j++
+		}
+		i += j
+		if j == len(b) {
+			continue
+		}
+		switch c := b[j]; {
+		case c == '"':
+			raw := js.buf[js.pos : js.pos+i+1]
+			js.pos += i + 1
+			return raw, slow, nil
+		case c == '\\':
+			slow = true
+			i += 2 // the escaped byte is never the closing quote
+		case c < 0x20:
+			return nil, false, invalidJSON()
+		default:
+			slow = true
+			i++
+		}
+	}
+}
+
+// unquote decodes a string that quoted found to need it.
+func unquote(raw []byte) (string, error) {
+	if utf8.Valid(raw) && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", invalidJSON()
+	}
+	return s, nil
+}
+
+// str reads a string value.
+func (js *jsonStream) str() (json.Token, error) {
+	raw, slow, err := js.quoted()
+	switch {
+	case err != nil:
+		return nil, err
+	case slow:
+		return unquote(raw)
+	}
+	return string(raw[1 : len(raw)-1]), nil
+}
+
+// key reads an object key: the same keys in every row are one string.
+func (js *jsonStream) key() (string, error) {
+	raw, slow, err := js.quoted()
+	switch {
+	case err != nil:
+		return "", err
+	case slow:
+		return unquote(raw)
+	}
+	name := raw[1 : len(raw)-1]
+	if k, ok := js.keys[string(name)]; ok {
+		return k, nil
+	}
+	k := string(name)
+	if js.keys == nil {
+		js.keys = map[string]string{}
+	}
+	if len(js.keys) < maxInternedKeys {
+		js.keys[k] = k
+	}
+	return k, nil
 }
 
 // jsonStreamer is a body type that decodes itself from the stream.
@@ -38,7 +338,8 @@ type jsonStreamer interface {
 // DecodeJSON decodes one JSON request body from r into v. Numbers stay
 // exact (json.Number), unknown object fields and trailing data are
 // refused. Body types of this package that hold lists (QueryRequest) are
-// read as a stream and refused as soon as they are known to be too large.
+// read as a stream and refused as soon as they are known to be too large;
+// other types (small fixed-shape bodies) are decoded by encoding/json.
 // An empty body (nothing but white space) leaves v as it is and returns
 // false.
 //
@@ -46,65 +347,40 @@ type jsonStreamer interface {
 // value of the wrong shape, an unknown field, too many params), the codes
 // of the body's own checks (ErrInvalidWhere), and any error r returns.
 func DecodeJSON(r io.Reader, v any) (bool, error) {
-	br := bufio.NewReader(r)
-	if empty, err := onlySpace(br); empty || err != nil {
+	js := newJSONStream(r)
+	if _, err := js.peek(); err != nil {
+		if err == io.EOF {
+			return false, nil
+		}
 		return false, err
 	}
-	js := newJSONStream(br)
-	var err error
 	if s, ok := v.(jsonStreamer); ok {
-		err = s.decodeJSONStream(js)
-	} else {
-		js.d.DisallowUnknownFields()
-		err = js.d.Decode(v)
+		if err := s.decodeJSONStream(js); err != nil {
+			return true, err
+		}
+		return true, js.end()
 	}
-	if err != nil {
+	d := json.NewDecoder(io.MultiReader(bytes.NewReader(js.buf[js.pos:js.lim]), r))
+	d.UseNumber()
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
 		return true, jsonError(err)
 	}
-	return true, js.end()
-}
-
-// onlySpace reports whether br holds nothing but JSON white space, leaving
-// the first other byte unread.
-func onlySpace(br *bufio.Reader) (bool, error) {
-	for {
-		b, err := br.ReadByte()
-		if err == io.EOF {
-			return true, nil
+	if _, err := d.Token(); err != io.EOF {
+		if err != nil && !isJSONError(err) {
+			return true, err
 		}
-		if err != nil {
-			return false, err
-		}
-		if b != ' ' && b != '\t' && b != '\n' && b != '\r' {
-			return false, br.UnreadByte()
-		}
+		return true, errorf(ErrInvalidJSON, "the body holds more than one JSON value")
 	}
+	return true, nil
 }
 
 // decodeJSONValue decodes b into v keeping numbers exact: the values
 // nested in a body (a column default, a change) and stored JSON.
 func decodeJSONValue(b []byte, v any) error {
-	return newJSONStream(bytes.NewReader(b)).d.Decode(v)
-}
-
-// end refuses anything after the value.
-func (js *jsonStream) end() error {
-	if _, err := js.d.Token(); err != io.EOF {
-		if err != nil && !isJSONError(err) {
-			return err
-		}
-		return errorf(ErrInvalidJSON, "the body holds more than one JSON value")
-	}
-	return nil
-}
-
-// token reads the next token.
-func (js *jsonStream) token() (json.Token, error) {
-	tok, err := js.d.Token()
-	if err != nil {
-		return nil, jsonError(err)
-	}
-	return tok, nil
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	return d.Decode(v)
 }
 
 // errNotScalar is returned by scalar for an object or an array.
@@ -139,35 +415,82 @@ func (js *jsonStream) object(notObject error, field func(key string) error) erro
 
 // fields reads the rest of an object whose '{' was read.
 func (js *jsonStream) fields(field func(key string) error) error {
-	for js.d.More() {
-		key, err := js.token()
+	c, err := js.next()
+	if err != nil {
+		return err
+	}
+	if c == '}' {
+		js.pos++
+		return nil
+	}
+	for {
+		if c != '"' {
+			return invalidJSON()
+		}
+		key, err := js.key()
 		if err != nil {
 			return err
 		}
-		if err := field(key.(string)); err != nil {
+		if c, err = js.next(); err != nil {
+			return err
+		}
+		if c != ':' {
+			return invalidJSON()
+		}
+		js.pos++
+		if err := field(key); err != nil {
+			return err
+		}
+		if c, err = js.next(); err != nil {
+			return err
+		}
+		js.pos++
+		switch c {
+		case '}':
+			return nil
+		case ',':
+		default:
+			return invalidJSON()
+		}
+		if c, err = js.next(); err != nil {
 			return err
 		}
 	}
-	_, err := js.token()
-	return err
 }
 
 // array reads the rest of an array whose '[' was read, calling item for
 // each element; item reads the element.
 func (js *jsonStream) array(item func(i int) error) error {
-	for i := 0; js.d.More(); i++ {
+	c, err := js.next()
+	if err != nil {
+		return err
+	}
+	if c == ']' {
+		js.pos++
+		return nil
+	}
+	for i := 0; ; i++ {
 		if err := item(i); err != nil {
 			return err
 		}
+		if c, err = js.next(); err != nil {
+			return err
+		}
+		js.pos++
+		switch c {
+		case ']':
+			return nil
+		case ',':
+		default:
+			return invalidJSON()
+		}
 	}
-	_, err := js.token()
-	return err
 }
 
 // row reads the rest of a row object, whose '{' was read: column name to
 // scalar. A row has at most maxColumns keys, as a table has.
 func (js *jsonStream) row(what string) (Row, error) {
-	row := Row{}
+	row := make(Row, js.rowHint)
 	err := js.fields(func(key string) error {
 		v, err := js.scalar()
 		if err == errNotScalar {
@@ -182,6 +505,7 @@ func (js *jsonStream) row(what string) (Row, error) {
 		}
 		return nil
 	})
+	js.rowHint = len(row)
 	return row, err
 }
 

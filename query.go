@@ -1,7 +1,6 @@
 package projectdata
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -39,7 +38,7 @@ type QueryRequest struct {
 // value below 1 is clamped to 1). It is what DecodeJSON does with a
 // QueryRequest.
 func (q *QueryRequest) UnmarshalJSON(b []byte) error {
-	js := newJSONStream(bytes.NewReader(b))
+	js := newJSONBytes(b)
 	if err := q.decodeJSONStream(js); err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 		*r = nil
 		return nil
 	}
-	row, err := newJSONStream(bytes.NewReader(b)).rowObject("a row")
+	row, err := newJSONBytes(b).rowObject("a row")
 	if err != nil {
 		return err
 	}

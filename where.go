@@ -1,7 +1,6 @@
 package projectdata
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -78,7 +77,7 @@ const maxWhereConditions = 256
 // Where. It reads the conditions as a stream and refuses the first one too
 // many.
 func (w *Where) UnmarshalJSON(b []byte) error {
-	js := newJSONStream(bytes.NewReader(b))
+	js := newJSONBytes(b)
 	tok, err := js.token()
 	if err != nil {
 		return errorf(ErrInvalidWhere, "where must be an object or an array of conditions")
