@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -41,8 +42,26 @@ type jsonStream struct {
 // maxInternedKeys bounds the interned keys of one stream.
 const maxInternedKeys = 2 * maxColumns
 
+// streamBufSize is the size of a stream's buffer, unless a value does not
+// fit in it.
+const streamBufSize = 16 << 10
+
+// streamBufs keeps the buffers of finished streams for the next ones: a
+// body of one row would otherwise allocate (and clear) 16 KiB.
+var streamBufs = sync.Pool{New: func() any { return new([streamBufSize]byte) }}
+
+// newJSONStream is a stream over r; release gives its buffer back.
 func newJSONStream(r io.Reader) *jsonStream {
-	return &jsonStream{r: r, buf: make([]byte, 16<<10)}
+	return &jsonStream{r: r, buf: streamBufs.Get().(*[streamBufSize]byte)[:]}
+}
+
+// release gives the stream's buffer back for another stream. Nothing
+// decoded refers to it: strings and numbers are copied out of it.
+func (js *jsonStream) release() {
+	if len(js.buf) == streamBufSize && js.r != nil {
+		streamBufs.Put((*[streamBufSize]byte)(js.buf))
+	}
+	js.buf = nil
 }
 
 // newJSONBytes is a stream over b, already in memory.
@@ -348,6 +367,7 @@ type jsonStreamer interface {
 // of the body's own checks (ErrInvalidWhere), and any error r returns.
 func DecodeJSON(r io.Reader, v any) (bool, error) {
 	js := newJSONStream(r)
+	defer js.release()
 	if _, err := js.peek(); err != nil {
 		if err == io.EOF {
 			return false, nil

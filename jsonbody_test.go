@@ -135,3 +135,33 @@ func TestWhereRefusesTooManyConditions(t *testing.T) {
 	pdtest.Code(t, err, projectdata.ErrInvalidWhere)
 	is.True(strings.Contains(err.Error(), "at most"))
 }
+
+// TestDecodedValuesOutliveTheBuffer decodes bodies one after another (each
+// stream's buffer goes back for the next): what an earlier one decoded
+// must not change, so nothing decoded may point into a buffer.
+func TestDecodedValuesOutliveTheBuffer(t *testing.T) {
+	is := is.New(t)
+	body := func(i int) string {
+		return `[{"name":"n` + strconv.Itoa(i) + `","e":"\u00e9` + strconv.Itoa(i) + `","qty":` + strconv.Itoa(i) + `.5}]`
+	}
+	var kept [][]projectdata.Row
+	var query []projectdata.QueryRequest
+	for i := range 50 {
+		rows, err := projectdata.DecodeRows(strings.NewReader(body(i)), 0)
+		is.NoErr(err)
+		kept = append(kept, rows)
+		var q projectdata.QueryRequest
+		_, err = projectdata.DecodeJSON(strings.NewReader(`{"sql":"SELECT `+strconv.Itoa(i)+`","params":["p`+strconv.Itoa(i)+`"]}`), &q)
+		is.NoErr(err)
+		query = append(query, q)
+	}
+	for i, rows := range kept {
+		var want []projectdata.Row
+		d := json.NewDecoder(strings.NewReader(body(i)))
+		d.UseNumber()
+		is.NoErr(d.Decode(&want))
+		is.Equal(rows, want) // decoded earlier, unchanged since
+		is.Equal(query[i].SQL, "SELECT "+strconv.Itoa(i))
+		is.Equal(query[i].Args, []any{"p" + strconv.Itoa(i)})
+	}
+}

@@ -52,6 +52,7 @@ func DecodeRows(r io.Reader, maxRows int) ([]Row, error) {
 		maxRows = defaultMaxInsertRows
 	}
 	js := newJSONStream(r)
+	defer js.release()
 	rows, err := js.rows(maxRows)
 	if err != nil {
 		return nil, jsonError(err)

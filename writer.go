@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -140,6 +141,10 @@ func (p *project) loggingChanges(r *writeRequest, fn func(c *conn) error) func(c
 
 // runQueued runs every queued write, holding the writer.
 func (p *project) runQueued() {
+	// Handlers about to submit a write get to queue it first and share
+	// this group's commit: with the cores busy, groups were about two
+	// writes, and every commit costs its pages' WAL writes and locks.
+	runtime.Gosched()
 	reqs := p.wq.take()
 	for len(reqs) > 0 {
 		if reqs[0].alone {
