@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/projectdata/projectdata"
@@ -141,8 +142,7 @@ func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, 
 		buf = new(bytes.Buffer)
 	}
 	defer h.putBody(buf)
-	// Encode writes what json.Marshal makes, and a newline.
-	if err := json.NewEncoder(buf).Encode(env); err != nil {
+	if err := appendEnvelope(buf, &env); err != nil {
 		h.log.Error("encode response", "request_id", x.requestID, "err", err)
 		status = http.StatusInternalServerError
 		buf.Reset()
@@ -155,6 +155,87 @@ func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, 
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
+}
+
+// appendEnvelope writes env as json.NewEncoder(buf).Encode(env) would (the
+// bytes of json.Marshal and a newline) without reflecting over the
+// envelope: data that is a json.RawMessage (a record read straight from
+// SQLite: compact, HTML-escaped, as encoding/json writes it) is copied as
+// it is, other data is encoded by encoding/json.
+func appendEnvelope(buf *bytes.Buffer, env *envelope) error {
+	buf.WriteString(`{"ok":`)
+	buf.WriteString(strconv.FormatBool(env.OK))
+	buf.WriteString(`,"data":`)
+	if err := appendJSON(buf, env.Data); err != nil {
+		return err
+	}
+	buf.WriteString(`,"error":`)
+	if env.Error == nil {
+		buf.WriteString("null")
+	} else if err := appendJSON(buf, env.Error); err != nil {
+		return err
+	}
+	for _, f := range [...]struct{ name, value string }{
+		{`,"request_id":`, env.RequestID},
+		{`,"operation_key":`, env.OperationKey},
+		{`,"operation_run_id":`, env.OperationRunID},
+		{`,"operation_grouping_status":`, env.OperationGroupingStatus},
+	} {
+		if f.value == "" && f.name != `,"request_id":` { // omitempty
+			continue
+		}
+		buf.WriteString(f.name)
+		if err := appendJSON(buf, f.value); err != nil {
+			return err
+		}
+	}
+	buf.WriteString(`,"meta":{"generated_at":`)
+	ts, _ := env.Meta.GeneratedAt.MarshalJSON()
+	buf.Write(ts)
+	buf.WriteString("}}\n")
+	return nil
+}
+
+// appendJSON writes v as json.Marshal would.
+func appendJSON(buf *bytes.Buffer, v any) error {
+	switch v := v.(type) {
+	case nil:
+		buf.WriteString("null")
+		return nil
+	case json.RawMessage:
+		if v == nil {
+			buf.WriteString("null")
+		} else {
+			buf.Write(v)
+		}
+		return nil
+	case string:
+		if isPlainJSON(v) {
+			buf.WriteByte('"')
+			buf.WriteString(v)
+			buf.WriteByte('"')
+			return nil
+		}
+	}
+	n := buf.Len()
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		buf.Truncate(n)
+		return err
+	}
+	buf.Truncate(buf.Len() - 1) // Encode's newline
+	return nil
+}
+
+// isPlainJSON reports whether s needs no escaping in a JSON string (as
+// encoding/json escapes: control characters, quotes, backslashes, <, >, &
+// and anything not ASCII are left to it).
+func isPlainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 || b >= 0x80 || b == '"' || b == '\\' || b == '<' || b == '>' || b == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // maxPooledBody is the largest buffer kept for reuse: a rare large answer
