@@ -430,14 +430,14 @@ func (pl *insertPlan) chunkAt(i int) int {
 // transaction back, which is the error.
 func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any) (done bool, err error) {
 	sh := pl.shapes[i]
-	// A rowid SQLite assigns is one more than the largest in the table,
+	// A rowid SQLite assigns (the INTEGER key) is one more than the largest,
 	// so the rows of one statement get consecutive rowids in order, unless
 	// the largest is near the end of the range (SQLite then picks free
 	// ones at random): there, the rows go one by one.
 	rowids := sh.pk < 0 || pl.args[pl.starts[i]+sh.pk] == nil
 	if rowids {
 		var top int64
-		if _, err := c.queryRow(`SELECT max(rowid) FROM `+pl.t.quoted, nil, func(st *sqlite3.Stmt) error {
+		if _, err := c.queryRow(`SELECT max(`+pl.t.pk.quoted+`) FROM `+pl.t.quoted, nil, func(st *sqlite3.Stmt) error {
 			top = st.ColumnInt64(0)
 			return nil
 		}); err != nil {
