@@ -38,7 +38,9 @@ import (
 // the batch rate as a ratio to the raw driver's in-process insert of the
 // same rows (one transaction, one prepared statement). p99_ms is the 99th
 // percentile latency of single-row creates with 16 clients (create_one;
-// create_one_cN and batch1000_cN run with N clients instead). ns/op counts
+// create_one_cN and batch1000_cN run with N clients instead).
+// create_one_keyed pairs creates that carry a fresh Idempotency-Key with
+// the same creates without one instead of the bare handler (x_nokey). ns/op counts
 // both sides of a pair. The last sub-benchmark reports the
 // process's resident memory after the run (server and clients).
 
@@ -50,6 +52,10 @@ const loadClients = 16
 
 // maxLoadClients is the most clients of any workload.
 const maxLoadClients = 64
+
+// loadKeys numbers the idempotency keys of create_one_keyed: every key
+// is new, across rounds and the benchmark's repeated runs.
+var loadKeys atomic.Int64
 
 // loadRows is the rows of the table the reads use.
 const loadRows = 10000
@@ -151,6 +157,11 @@ func (e *loadEnv) send(method, url string, body []byte, want int) error {
 
 // sendAs is send with another token.
 func (e *loadEnv) sendAs(token, method, url string, body []byte, want int) error {
+	return e.sendKeyed(token, "", method, url, body, want)
+}
+
+// sendKeyed is sendAs with an Idempotency-Key header, unless key is "".
+func (e *loadEnv) sendKeyed(token, key, method, url string, body []byte, want int) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -160,6 +171,9 @@ func (e *loadEnv) sendAs(token, method, url string, body []byte, want int) error
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -315,6 +329,23 @@ func BenchmarkLoad(b *testing.B) {
 			}, bare)
 			report(b, w, base)
 			b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
+		})
+		b.Run(fmt.Sprintf("round%d/create_one_keyed", round), func(b *testing.B) {
+			// Single-row creates with a fresh Idempotency-Key each, in
+			// turns with the same creates without one: x_nokey is the
+			// keyed rate as a ratio to the unkeyed (issue 16's figure).
+			create := func(key string, i int64) error {
+				body := fmt.Appendf(nil, `{"name":"new %d","qty":%d,"price":2.5,"note":"load"}`, i, i)
+				return e.sendKeyed(e.token, key, "POST", e.api+"/projects/acme/records/items", body, 201)
+			}
+			w, base := paired(b, loadClients, func(i int64) error {
+				return create("load-"+strconv.FormatInt(loadKeys.Add(1), 10), i)
+			}, func(i int64) error { return create("", i) })
+			b.ReportMetric(w.rate, "req/s")
+			b.ReportMetric(base.rate, "nokey_req/s")
+			b.ReportMetric(w.rate/base.rate, "x_nokey")
+			b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
+			b.ReportMetric(float64(base.p99.Microseconds())/1000, "nokey_p99_ms")
 		})
 		for _, c := range []int{1, 4, loadClients} {
 			name := fmt.Sprintf("round%d/batch1000", round) // 16 clients: the issue's figure
