@@ -3,14 +3,20 @@ package projectdata
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // BenchmarkInsertIdempotencyKey measures single-row inserts without and
 // with an idempotency key (a new key each time) in the same run, one at a
 // time and from 16 goroutines (whose writes share group commits); the
 // growth of the database per row with and without tells a key's storage.
+// Serial/Paired and Parallel/Paired insert with and without a key into one
+// Store in alternating slices, so that both sides share the machine's load
+// over the same stretch of time; x_nokey is the keyed rate as a ratio to
+// the unkeyed (issue 16's figure).
 func BenchmarkInsertIdempotencyKey(b *testing.B) {
 	verifyChangeLog = false // its update hook would slow both sides (benchmarks run after the tests)
 	defer func() { verifyChangeLog = true }()
@@ -48,5 +54,52 @@ func BenchmarkInsertIdempotencyKey(b *testing.B) {
 				b.ReportMetric((storedBytes(b, s)-before)/float64(b.N), "dbB/row")
 			})
 		}
+		b.Run(map[bool]string{false: "Serial/", true: "Parallel/"}[parallel]+"Paired", func(b *testing.B) {
+			s := itemsStore(b, nil)
+			var keyed, unkeyed time.Duration
+			for i := range pairedSlices {
+				n := b.N/pairedSlices + boolInt(i < b.N%pairedSlices)
+				unkeyed += insertSlice(n, parallel, func() { insert(b, s, false) })
+				keyed += insertSlice(n, parallel, func() { insert(b, s, true) })
+			}
+			b.ReportMetric(float64(b.N)/keyed.Seconds(), "rows/s")
+			b.ReportMetric(float64(b.N)/unkeyed.Seconds(), "nokey_rows/s")
+			b.ReportMetric(unkeyed.Seconds()/keyed.Seconds(), "x_nokey")
+		})
 	}
+}
+
+// pairedSlices is how many alternating slices a paired measurement takes
+// of each side.
+const pairedSlices = 10
+
+// insertSlice runs insert n times, one at a time or from 8 goroutines, and
+// returns how long that took.
+func insertSlice(n int, parallel bool, insert func()) time.Duration {
+	start := time.Now()
+	if !parallel {
+		for range n {
+			insert()
+		}
+		return time.Since(start)
+	}
+	var left atomic.Int64
+	left.Store(int64(n))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				insert()
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
