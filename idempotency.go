@@ -59,8 +59,9 @@ type idempotencyKey struct{}
 // (ErrInvalidRequest): a replay would have to store the secret.
 //
 // Two Stores on one data folder do not see each other's calls in flight: a
-// concurrent duplicate there runs, but its effect is rolled back when it
-// finds the key taken at commit, and it returns the stored answer instead.
+// concurrent duplicate there runs, but its write finds the key taken in its
+// own transaction, applies nothing, and it returns the stored answer
+// instead.
 func WithIdempotency(ctx context.Context, idem Idempotency) context.Context {
 	return context.WithValue(ctx, idempotencyKey{}, idem)
 }
@@ -138,11 +139,13 @@ type writeCall struct {
 
 // withWrite is withProject for operations that write: it is the one place
 // where a Store write becomes idempotent. Without an Idempotency in ctx it
-// is withProject. With one, the answer is looked up first (and replayed),
-// else fn runs with a context whose project.write calls store the answer
-// with fn's first write; an operation whose results are set inside that
-// write's fn needs nothing more. A write that is not the operation's effect
-// (bookkeeping before it) uses withoutIdempotencyRecord.
+// is withProject. With one, fn runs with a context whose project.write
+// calls look the answer up in fn's first write (a live one is replayed and
+// the write applies nothing) and else store it with that write's effect;
+// an operation whose results are set inside that write's fn needs nothing
+// more. Operations for which lookedUpFirst holds also look the answer
+// up on a reader before they run. A write that is not the operation's
+// effect (bookkeeping before it) uses withoutIdempotencyRecord.
 func (s *Store) withWrite(ctx context.Context, slug string, call writeCall, fn func(ctx context.Context, p *project) error) error {
 	idem, ok := idempotencyFrom(ctx)
 	if !ok {
