@@ -98,12 +98,43 @@ func exactFloat(num string) (float64, bool) {
 	if err != nil || math.IsInf(f, 0) {
 		return 0, false
 	}
+	if fewDigits(num) {
+		// A decimal of at most 15 significant digits (DBL_DIG) between
+		// 1e-16 and 1e15 comes back from its nearest float64 unchanged.
+		return f, true
+	}
+	return f, roundTrips(num, f)
+}
+
+// roundTrips reports whether f, read from num, writes back as num's value.
+func roundTrips(num string, f float64) bool {
 	want, ok := parseDecimal(num)
 	if !ok {
-		return 0, false
+		return false
 	}
 	got, _ := parseDecimal(strconv.FormatFloat(f, 'e', -1, 64))
-	return f, got == want
+	return got == want
+}
+
+// fewDigits reports whether num is a plain decimal (digits, maybe a sign
+// and a fraction, no exponent) of at most 15 significant digits and at
+// most 16 digits in all: the common number, which exactFloat need not
+// check digit by digit.
+func fewDigits(num string) bool {
+	digits, significant := 0, 0
+	for i := 0; i < len(num); i++ {
+		switch c := num[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+			if significant > 0 || c != '0' {
+				significant++
+			}
+		case c == '.' || (c == '-' && i == 0):
+		default:
+			return false // an exponent
+		}
+	}
+	return significant <= 15 && digits <= 16
 }
 
 // floatOfInt returns n as a float64 when the float holds it exactly.
