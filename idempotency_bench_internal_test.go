@@ -5,9 +5,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/projectdata/projectdata/internal/cputime"
 )
 
 // BenchmarkInsertIdempotencyKey measures single-row inserts without and
@@ -81,12 +82,12 @@ const pairedSlices = 10
 // returns how long that took and the CPU time the process used meanwhile
 // (user and system: on a shared machine a steadier measure of the work).
 func insertSlice(n int, parallel bool, insert func()) (time.Duration, time.Duration) {
-	start, startCPU := time.Now(), processCPU()
+	start, startCPU := time.Now(), cputime.Process()
 	if !parallel {
 		for range n {
 			insert()
 		}
-		return time.Since(start), processCPU() - startCPU
+		return time.Since(start), cputime.Process() - startCPU
 	}
 	var left atomic.Int64
 	left.Store(int64(n))
@@ -99,16 +100,7 @@ func insertSlice(n int, parallel bool, insert func()) (time.Duration, time.Durat
 		})
 	}
 	wg.Wait()
-	return time.Since(start), processCPU() - startCPU
-}
-
-// processCPU is the CPU time the process has used (zero where unknown).
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Since(start), cputime.Process() - startCPU
 }
 
 func boolInt(v bool) int {

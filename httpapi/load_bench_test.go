@@ -23,6 +23,7 @@ import (
 
 	"github.com/projectdata/projectdata"
 	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/internal/cputime"
 	"github.com/projectdata/projectdata/internal/pdtest"
 )
 
@@ -40,8 +41,10 @@ import (
 // percentile latency of single-row creates with 16 clients (create_one;
 // create_one_cN and batch1000_cN run with N clients instead).
 // create_one_keyed pairs creates that carry a fresh Idempotency-Key with
-// the same creates without one instead of the bare handler (x_nokey). ns/op counts
-// both sides of a pair. The last sub-benchmark reports the
+// the same creates without one instead of the bare handler: x_nokey is
+// the ratio of the rates, cpu_x_nokey of the process's CPU time per
+// request (server and clients; steadier on a shared machine). ns/op
+// counts both sides of a pair. The last sub-benchmark reports the
 // process's resident memory after the run (server and clients).
 
 var loadRounds = flag.Int("load.rounds", 1, "rounds of the load benchmark's workloads")
@@ -193,6 +196,7 @@ func (e *loadEnv) sendKeyed(token, key, method, url string, body []byte, want in
 type loadResult struct {
 	rate float64 // requests per second
 	p99  time.Duration
+	cpu  time.Duration // the process's CPU time (user and system) meanwhile
 }
 
 // loadSlices is how many alternating slices a paired measurement takes of
@@ -205,17 +209,19 @@ const loadSlices = 10
 // percentile latencies of both.
 func paired(b *testing.B, c int, work, bare func(i int64) error) (w, base loadResult) {
 	b.ReportAllocs()
-	var wt, bt time.Duration
+	var wt, bt, wcpu, bcpu time.Duration
 	var wl, bl []time.Duration
 	var next atomic.Int64
 	for s := range loadSlices {
 		n := b.N/loadSlices + boolInt(s < b.N%loadSlices)
+		cpu := cputime.Process()
 		d, lat := clients(b, c, n, bare, &next)
-		bt, bl = bt+d, append(bl, lat...)
+		bt, bl, bcpu = bt+d, append(bl, lat...), bcpu+cputime.Process()-cpu
+		cpu = cputime.Process()
 		d, lat = clients(b, c, n, work, &next)
-		wt, wl = wt+d, append(wl, lat...)
+		wt, wl, wcpu = wt+d, append(wl, lat...), wcpu+cputime.Process()-cpu
 	}
-	return loadResult{float64(b.N) / wt.Seconds(), p99(wl)}, loadResult{float64(b.N) / bt.Seconds(), p99(bl)}
+	return loadResult{float64(b.N) / wt.Seconds(), p99(wl), wcpu}, loadResult{float64(b.N) / bt.Seconds(), p99(bl), bcpu}
 }
 
 func boolInt(v bool) int {
@@ -344,6 +350,7 @@ func BenchmarkLoad(b *testing.B) {
 			b.ReportMetric(w.rate, "req/s")
 			b.ReportMetric(base.rate, "nokey_req/s")
 			b.ReportMetric(w.rate/base.rate, "x_nokey")
+			b.ReportMetric(base.cpu.Seconds()/w.cpu.Seconds(), "cpu_x_nokey")
 			b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
 			b.ReportMetric(float64(base.p99.Microseconds())/1000, "nokey_p99_ms")
 		})
