@@ -16,8 +16,9 @@ import (
 // starts over only once a checkpoint has copied all of it; a writer that
 // never pauses keeps it from catching up, so past twice that size (or
 // when the checkpointer's connection cannot be opened: no file descriptor
-// left) the writer checkpoints itself, as SQLite would have, after the
-// checkpoint under way, copying what that one has not.
+// left) the writer checkpoints itself, as SQLite would have, when no
+// checkpoint is under way, and past four times that size after the one
+// under way.
 //
 // With Options.ReplicatorCheckpoints none of this runs: the replicator
 // checkpoints.
@@ -48,7 +49,16 @@ func (p *project) startCheckpointer() error {
 			return nil
 		}
 		if pages >= 2*checkpointPages || k.inline.Load() {
-			k.mu.Lock()
+			// While the checkpointer is at work, the writer leaves it to
+			// it, unless the log is past four times the size: then it
+			// waits its turn (a writer outrunning the checkpoints slows
+			// down, as it would checkpointing itself).
+			if !k.mu.TryLock() {
+				if pages < 4*checkpointPages {
+					return nil
+				}
+				k.mu.Lock()
+			}
 			db.WALCheckpoint(schema, sqlite3.CHECKPOINT_PASSIVE) // as SQLite's own hook: its error is not the commit's
 			k.mu.Unlock()
 			return nil

@@ -353,26 +353,50 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 	if len(q.req.SQL) > q.s.opts.QueryMaxSQLBytes {
 		return res, errorf(ErrInvalidRequest, "the statement is longer than %d bytes", q.s.opts.QueryMaxSQLBytes)
 	}
-	start := time.Now()
-	st, tail, err := c.db.PrepareFlags(q.req.SQL, sqlite3.PREPARE_DONT_LOG)
-	q.prepared = time.Since(start)
-	if err != nil {
-		return res, q.prepareError(sb, err)
-	}
-	if st == nil {
-		return res, errorf(ErrInvalidRequest, "sql holds no statement")
-	}
-	defer st.Close()
-	if strings.TrimSpace(tail) != "" {
-		if next, _, err := c.db.Prepare(tail); err != nil || next != nil {
-			if next != nil {
-				next.Close()
+	st, cached := c.cachedQuery(q.req.SQL, q.sc)
+	if cached {
+		st.ClearBindings()
+		// Kept only when it ran to the end: anything else (an error, the
+		// heap) prepares it afresh next time.
+		defer func() {
+			if err == nil {
+				err = st.Reset()
 			}
-			return res, errorf(ErrWriteSQLForbidden, "only one statement is allowed")
+			if err != nil {
+				c.forgetQuery(q.req.SQL)
+			}
+		}()
+	} else {
+		start := time.Now()
+		var tail string
+		st, tail, err = c.db.PrepareFlags(q.req.SQL, sqlite3.PREPARE_DONT_LOG|sqlite3.PREPARE_PERSISTENT)
+		q.prepared = time.Since(start)
+		if err != nil {
+			return res, q.prepareError(sb, err)
 		}
-	}
-	if !st.ReadOnly() {
-		return res, errorf(ErrWriteSQLForbidden, "the statement is not read-only")
+		if st == nil {
+			return res, errorf(ErrInvalidRequest, "sql holds no statement")
+		}
+		keep := false
+		defer func() {
+			if keep && err == nil && st.Reset() == nil {
+				c.keepQuery(q.req.SQL, q.sc, st)
+			} else {
+				st.Close()
+			}
+		}()
+		if strings.TrimSpace(tail) != "" {
+			if next, _, err := c.db.Prepare(tail); err != nil || next != nil {
+				if next != nil {
+					next.Close()
+				}
+				return res, errorf(ErrWriteSQLForbidden, "only one statement is allowed")
+			}
+		}
+		if !st.ReadOnly() {
+			return res, errorf(ErrWriteSQLForbidden, "the statement is not read-only")
+		}
+		keep = true
 	}
 	if err := bindQueryParams(st, q.req); err != nil {
 		return res, err

@@ -1,0 +1,64 @@
+package projectdata
+
+import "github.com/ncruces/go-sqlite3"
+
+// User queries are prepared once per reader connection and kept while the
+// registry they were checked against is current: a repeated query (the
+// same SQL text, other parameters) skips SQLite's parsing and planning and
+// the sandbox's checks, which cost most of a point query. A statement is
+// kept only once it passed every check (one statement, read-only, every
+// read allowed) and ran to its end; it runs again only with the same
+// schema (the registry object, not just its version: one is loaded afresh
+// whenever the registry may have changed) and always under a sandbox, so
+// SQLite's own re-preparation after a schema change asks the authorizer
+// again.
+
+// maxCachedQueries bounds the user statements one connection keeps.
+const maxCachedQueries = 32
+
+// userStatement is a kept user query and the schema it was checked with.
+type userStatement struct {
+	st *sqlite3.Stmt
+	sc *schema
+}
+
+// cachedQuery returns the kept statement of sql, if it was checked with sc.
+// A statement kept under another schema is finalized.
+func (c *conn) cachedQuery(sql string, sc *schema) (*sqlite3.Stmt, bool) {
+	if c.queries == nil {
+		return nil, false
+	}
+	u, ok := c.queries.get(sql)
+	if !ok {
+		return nil, false
+	}
+	if u.sc != sc {
+		c.forgetQuery(sql)
+		return nil, false
+	}
+	return u.st, true
+}
+
+// keepQuery keeps st, a checked statement of sql that ran to its end,
+// finalizing the least recently used beyond maxCachedQueries.
+func (c *conn) keepQuery(sql string, sc *schema, st *sqlite3.Stmt) {
+	if c.queries == nil {
+		c.queries = newLRU[*userStatement]()
+	}
+	c.forgetQuery(sql)
+	c.queries.add(sql, &userStatement{st: st, sc: sc})
+	for _, u := range c.queries.trim(maxCachedQueries, func(*userStatement) bool { return true }) {
+		u.st.Close()
+	}
+}
+
+// forgetQuery finalizes the kept statement of sql, if any.
+func (c *conn) forgetQuery(sql string) {
+	if c.queries == nil {
+		return
+	}
+	if u, ok := c.queries.get(sql); ok {
+		c.queries.removeIf(sql, func(*userStatement) bool { return true })
+		u.st.Close()
+	}
+}
