@@ -26,6 +26,7 @@ import (
 // on/off-median the median of the slices' ratios, steadier on a shared
 // machine.
 func BenchmarkCreateChangeLogHTTP(b *testing.B) {
+	defer projectdata.VerifyChangeLogOff()()
 	type server struct{ url, token string }
 	newServer := func(opts *projectdata.Options) server {
 		s, token := pdtest.NewProject(b, opts)
