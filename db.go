@@ -52,9 +52,10 @@ type project struct {
 	lastUsedMu sync.Mutex
 	lastUsed   map[int64]time.Time // token id → last_used_at minute written
 
-	cursorKey   []byte       // signs list cursors (see cursorKey); set by open
-	tokens      tokenCache   // tokens verified against the database
-	idempotency inFlightKeys // idempotency keys whose first call is running
+	cursorKey   []byte        // signs list cursors (see cursorKey); set by open
+	tokens      tokenCache    // tokens verified against the database
+	idempotency inFlightKeys  // idempotency keys whose first call is running
+	ckpt        *checkpointer // nil with Options.ReplicatorCheckpoints
 }
 
 func (p *project) dbPath() string { return filepath.Join(p.dir, dbFileName) }
@@ -80,13 +81,12 @@ func (p *project) open() error {
 		w.close()
 		return errors.Wrapf(err, "open project %q", p.slug)
 	}
-	if p.store.opts.ReplicatorCheckpoints {
-		if err := w.db.WALAutoCheckpoint(0); err != nil {
-			w.close()
-			return errors.Wrapf(err, "configure project %q", p.slug)
-		}
-	}
 	p.writer = w
+	if err := p.startCheckpointer(); err != nil {
+		p.writer = nil
+		w.close()
+		return errors.Wrapf(err, "configure project %q", p.slug)
+	}
 	p.wsem = make(chan struct{}, 1)
 	p.rsem = make(chan struct{}, p.store.opts.MaxReadersPerProject)
 	p.psem = make(chan struct{}, 1)
@@ -108,6 +108,9 @@ func (p *project) close() error {
 	p.readers = nil
 	p.rmu.Unlock()
 
+	if p.ckpt != nil {
+		p.ckpt.close()
+	}
 	var first error
 	for _, r := range readers {
 		if err := r.close(); err != nil && first == nil {

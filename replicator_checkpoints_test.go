@@ -13,9 +13,10 @@ import (
 )
 
 // TestReplicatorCheckpoints writes about 20 MB (rows and their change log)
-// in 20 commits: SQLite's own checkpoints keep the WAL near 1,000 pages
-// (4 MB), while under ReplicatorCheckpoints the writer never checkpoints
-// and the WAL holds every commit, for the replicator to checkpoint.
+// in 20 commits: the Store's checkpoints keep the WAL under 2,000 pages
+// and a commit (8 MB and 1 MB), while under ReplicatorCheckpoints nobody
+// checkpoints and the WAL holds every commit, for the replicator to
+// checkpoint.
 func TestReplicatorCheckpoints(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -42,7 +43,7 @@ func TestReplicatorCheckpoints(t *testing.T) {
 			if tc.replicator {
 				is.True(info.Size() > 15<<20) // every commit still in the WAL
 			} else {
-				is.True(info.Size() < 8<<20) // checkpointed as it went
+				is.True(info.Size() < 10<<20) // checkpointed as it went
 			}
 		})
 	}

@@ -1,0 +1,100 @@
+package projectdata
+
+import (
+	"sync/atomic"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Checkpoints. SQLite copies the write-ahead log back into the database
+// file (a checkpoint) by default inside the commit that takes the log past
+// 1,000 pages: that write, and every write queued behind it, waits for the
+// copy and its fsync. Instead, the writer's WAL hook wakes a goroutine of
+// the project that checkpoints on a connection of its own, PASSIVE: it
+// never waits for the writer or the readers, nor they for it. The log
+// starts over only once a checkpoint has copied all of it; a writer that
+// never pauses keeps it from catching up, so past twice that size (or
+// when the checkpointer's connection cannot be opened: no file descriptor
+// left) the writer checkpoints itself, as SQLite would have, and copies
+// what the checkpointer has not.
+//
+// With Options.ReplicatorCheckpoints none of this runs: the replicator
+// checkpoints.
+
+// checkpointPages is the log size, in pages, that wakes the checkpointer
+// (SQLite's default auto-checkpoint size).
+const checkpointPages = 1000
+
+// checkpointer checkpoints one project's log in the background.
+type checkpointer struct {
+	wake   chan struct{} // capacity 1: a checkpoint is due
+	stop   chan struct{} // closed by close
+	done   chan struct{} // closed when the goroutine has ended
+	inline atomic.Bool   // the writer checkpoints itself (see run)
+	runs   atomic.Int64  // checkpoints completed, for tests
+}
+
+// startCheckpointer hooks the writer's commits and starts the goroutine.
+func (p *project) startCheckpointer() error {
+	if p.store.opts.ReplicatorCheckpoints {
+		return p.writer.db.WALAutoCheckpoint(0)
+	}
+	k := &checkpointer{wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	// WALHook replaces SQLite's auto-checkpoint hook.
+	p.writer.db.WALHook(func(db *sqlite3.Conn, schema string, pages int) error {
+		if pages < checkpointPages {
+			return nil
+		}
+		if pages >= 2*checkpointPages || k.inline.Load() {
+			db.WALCheckpoint(schema, sqlite3.CHECKPOINT_PASSIVE) // as SQLite's own hook: its error is not the commit's
+			return nil
+		}
+		select {
+		case k.wake <- struct{}{}:
+		default: // already due
+		}
+		return nil
+	})
+	p.ckpt = k
+	go k.run(p)
+	return nil
+}
+
+// run checkpoints whenever woken, until stopped.
+func (k *checkpointer) run(p *project) {
+	defer close(k.done)
+	var c *conn
+	defer func() {
+		if c != nil {
+			c.close()
+		}
+	}()
+	for {
+		select {
+		case <-k.stop:
+			return
+		case <-k.wake:
+		}
+		if c == nil {
+			var err error
+			if c, err = openConn(p.dbPath(), false, p.store.opts.BusyTimeout); err != nil {
+				p.store.opts.Logger.Warn("checkpoints fall back to the writer: cannot open a connection for them", "project", p.slug, "err", err)
+				k.inline.Store(true)
+				return
+			}
+			p.store.heap.track(c)
+		}
+		if _, _, err := c.db.WALCheckpoint("main", sqlite3.CHECKPOINT_PASSIVE); err != nil {
+			p.store.opts.Logger.Warn("checkpoint", "project", p.slug, "err", err)
+			continue
+		}
+		k.runs.Add(1)
+	}
+}
+
+// close stops the goroutine and waits for it (and its checkpoint under
+// way) to end.
+func (k *checkpointer) close() {
+	close(k.stop)
+	<-k.done
+}

@@ -1,0 +1,93 @@
+package projectdata
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// fillLog inserts rows of about 1 KiB until the project's log has passed
+// the checkpoint size several times over, and returns the project.
+func fillLog(t *testing.T, s *Store) *project {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
+	rows := make([]Row, 100)
+	for i := range rows {
+		rows[i] = Row{"name": strings.Repeat("x", 1000), "qty": i}
+	}
+	for range 3 * checkpointPages / 25 { // a batch of ~100 KiB fills ~25 pages
+		_, err := s.Insert(ctx, "acme", "items", rows)
+		is.NoErr(err)
+	}
+	var p *project
+	is.NoErr(s.withProject(ctx, "acme", "", func(q *project) error { p = q; return nil }))
+	return p
+}
+
+// dbFileSize is the size of the project's database file, without its log.
+func dbFileSize(t *testing.T, s *Store) int64 {
+	t.Helper()
+	fi, err := os.Stat(filepath.Join(s.dir, "acme", dbFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestCheckpointsRunInTheBackground: the writer's commits leave the
+// checkpoint to the project's checkpointer, which copies the log into the
+// database file.
+func TestCheckpointsRunInTheBackground(t *testing.T) {
+	s := itemsStore(t, nil)
+	before := dbFileSize(t, s)
+	p := fillLog(t, s)
+	waitFor(t, "a background checkpoint", func() bool { return p.ckpt.runs.Load() > 0 })
+	waitFor(t, "the rows in the database file", func() bool { return dbFileSize(t, s) > before+checkpointPages*4096 })
+}
+
+// TestCheckpointsFallBackToTheWriter: without its own connection the
+// writer checkpoints itself after the commit that fills the log.
+func TestCheckpointsFallBackToTheWriter(t *testing.T) {
+	s := itemsStore(t, nil)
+	ctx := context.Background()
+	is.New(t).NoErr(s.withProject(ctx, "acme", "", func(p *project) error {
+		p.ckpt.inline.Store(true)
+		return nil
+	}))
+	before := dbFileSize(t, s)
+	p := fillLog(t, s)
+	if p.ckpt.runs.Load() != 0 {
+		t.Fatal("the background checkpointer ran")
+	}
+	if dbFileSize(t, s) <= before+checkpointPages*4096 {
+		t.Fatal("the writer did not checkpoint")
+	}
+}
+
+// TestReplicatorCheckpointsLeaveTheLog: with ReplicatorCheckpoints nobody
+// but the replicator checkpoints.
+func TestReplicatorCheckpointsLeaveTheLog(t *testing.T) {
+	s := itemsStore(t, &Options{ReplicatorCheckpoints: true})
+	before := dbFileSize(t, s)
+	p := fillLog(t, s)
+	if p.ckpt != nil || dbFileSize(t, s) != before {
+		t.Fatal("checkpointed without the replicator")
+	}
+}
