@@ -297,7 +297,11 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 	if err != nil {
 		return err
 	}
-	b := append(k.buf[:0], k.head...)
+	b := k.buf[:0]
+	if need := len(k.head) + len(ids)*k.rowSize + 2; cap(b) < need {
+		b = make([]byte, 0, need) // sized once, rather than grown row by row
+	}
+	b = append(b, k.head...)
 	var (
 		shape *insertShape
 		pos   []int // for each column, its argument in shape's rows, or -1
@@ -326,6 +330,7 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 		}
 		b = append(b, ']')
 	}
+	k.rowSize = (len(b)-len(k.head))/len(ids) + 1
 	b = append(b, "]}"...)
 	k.keep(b)
 	return c.appendChange(changeRecord{table: t.Name, op: ChangeInsert, count: len(ids), data: b})
@@ -341,6 +346,7 @@ type imageCache struct {
 	t        *tableInfo
 	head     []byte   // appendImageHead(t)
 	defaults [][]byte // by column: its default value, encoded
+	rowSize  int      // bytes per row image in the last record, plus one
 	shapes   []string // statements of insert shapes met (their SQL names their columns)
 	pos      [][]int  // pos[i]: for each column, its argument in shapes[i], or -1
 }
@@ -349,8 +355,10 @@ type imageCache struct {
 const maxCachedShapes = 16
 
 // maxKeptImageBuffer is the largest record buffer the writer keeps for
-// the next insert.
-const maxKeptImageBuffer = 256 << 10
+// the next insert: enough for single rows and small batches, little held
+// by each open project (a 1,000-row batch allocating its own buffer is
+// noise beside its inserts).
+const maxKeptImageBuffer = 16 << 10
 
 // imagesOf returns the writer's image cache, made ready for t.
 func (c *conn) imagesOf(t *tableInfo) (*imageCache, error) {
@@ -362,7 +370,7 @@ func (c *conn) imagesOf(t *tableInfo) (*imageCache, error) {
 	if k.t == t {
 		return k, nil
 	}
-	k.shapes, k.pos = k.shapes[:0], k.pos[:0]
+	k.shapes, k.pos, k.rowSize = k.shapes[:0], k.pos[:0], 0
 	k.t, k.head, k.defaults = nil, appendImageHead(k.head[:0], t), make([][]byte, len(t.columns))
 	for i, col := range t.columns {
 		d, err := col.Type.convert(col.DefaultValue)
