@@ -1,6 +1,7 @@
 package projectdata
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/ncruces/go-sqlite3"
@@ -15,8 +16,8 @@ import (
 // starts over only once a checkpoint has copied all of it; a writer that
 // never pauses keeps it from catching up, so past twice that size (or
 // when the checkpointer's connection cannot be opened: no file descriptor
-// left) the writer checkpoints itself, as SQLite would have, and copies
-// what the checkpointer has not.
+// left) the writer checkpoints itself, as SQLite would have, after the
+// checkpoint under way, copying what that one has not.
 //
 // With Options.ReplicatorCheckpoints none of this runs: the replicator
 // checkpoints.
@@ -27,6 +28,7 @@ const checkpointPages = 1000
 
 // checkpointer checkpoints one project's log in the background.
 type checkpointer struct {
+	mu     sync.Mutex    // held by whoever checkpoints: two at once, one would do nothing
 	wake   chan struct{} // capacity 1: a checkpoint is due
 	stop   chan struct{} // closed by close
 	done   chan struct{} // closed when the goroutine has ended
@@ -46,7 +48,9 @@ func (p *project) startCheckpointer() error {
 			return nil
 		}
 		if pages >= 2*checkpointPages || k.inline.Load() {
+			k.mu.Lock()
 			db.WALCheckpoint(schema, sqlite3.CHECKPOINT_PASSIVE) // as SQLite's own hook: its error is not the commit's
+			k.mu.Unlock()
 			return nil
 		}
 		select {
@@ -84,7 +88,10 @@ func (k *checkpointer) run(p *project) {
 			}
 			p.store.heap.track(c)
 		}
-		if _, _, err := c.db.WALCheckpoint("main", sqlite3.CHECKPOINT_PASSIVE); err != nil {
+		k.mu.Lock()
+		_, _, err := c.db.WALCheckpoint("main", sqlite3.CHECKPOINT_PASSIVE)
+		k.mu.Unlock()
+		if err != nil {
 			p.store.opts.Logger.Warn("checkpoint", "project", p.slug, "err", err)
 			continue
 		}
