@@ -59,8 +59,9 @@ type idempotencyKey struct{}
 // (ErrInvalidRequest): a replay would have to store the secret.
 //
 // Two Stores on one data folder do not see each other's calls in flight: a
-// concurrent duplicate there runs, but its effect is rolled back when it
-// finds the key taken at commit, and it returns the stored answer instead.
+// concurrent duplicate there runs, but its write finds the key taken in its
+// own transaction, applies nothing, and it returns the stored answer
+// instead.
 func WithIdempotency(ctx context.Context, idem Idempotency) context.Context {
 	return context.WithValue(ctx, idempotencyKey{}, idem)
 }
@@ -138,11 +139,13 @@ type writeCall struct {
 
 // withWrite is withProject for operations that write: it is the one place
 // where a Store write becomes idempotent. Without an Idempotency in ctx it
-// is withProject. With one, the answer is looked up first (and replayed),
-// else fn runs with a context whose project.write calls store the answer
-// with fn's first write; an operation whose results are set inside that
-// write's fn needs nothing more. A write that is not the operation's effect
-// (bookkeeping before it) uses withoutIdempotencyRecord.
+// is withProject. With one, fn runs with a context whose project.write
+// calls look the answer up in fn's first write (a live one is replayed and
+// the write applies nothing) and else store it with that write's effect;
+// an operation whose results are set inside that write's fn needs nothing
+// more. Operations for which lookedUpFirst holds also look the answer
+// up on a reader before they run. A write that is not the operation's
+// effect (bookkeeping before it) uses withoutIdempotencyRecord.
 func (s *Store) withWrite(ctx context.Context, slug string, call writeCall, fn func(ctx context.Context, p *project) error) error {
 	idem, ok := idempotencyFrom(ctx)
 	if !ok {
@@ -177,41 +180,59 @@ func (s *Store) runIdempotent(ctx context.Context, p *project, idem Idempotency,
 	}
 
 	now := s.now()
-	rec, found, err := p.lookupAnswer(ctx, scope, now)
-	if err != nil {
-		return err
+	if lookedUpFirst(call.op) {
+		rec, found, err := p.lookupAnswer(ctx, scope, now)
+		if err != nil {
+			return err
+		}
+		if found {
+			return rec.replay(idem, fp, call)
+		}
 	}
-	if found {
-		return rec.replay(idem, fp, call)
+	pend := &pendingAnswer{
+		answer:  &storedAnswer{scope: scope, fingerprint: fp, expiresAt: now.Add(s.opts.IdempotencyTTL)},
+		results: call.results,
+		now:     now,
 	}
-	pending := &storedAnswer{scope: scope, fingerprint: fp, createdAt: now, expiresAt: now.Add(s.opts.IdempotencyTTL)}
-	runCtx := context.WithValue(context.WithValue(ctx, idempotencyKey{}, nil), pendingAnswerKey{}, &pendingAnswer{answer: pending, results: call.results})
+	runCtx := context.WithValue(context.WithValue(ctx, idempotencyKey{}, nil), pendingAnswerKey{}, pend)
 	err = fn(runCtx, p)
 	switch {
-	case errors.Is(err, errKeyTaken):
-		// Another Store on this folder committed the key first; this run's
-		// effect was rolled back with the refused record.
-		rec, found, lerr := p.lookupAnswer(ctx, scope, now)
-		if lerr != nil {
-			return lerr
-		}
-		if !found {
-			return errorf(ErrIdempotencyKeyInFlight, "a request with this idempotency key is still running; retry once it has finished")
-		}
-		return rec.replay(idem, fp, call)
-	case err == nil:
-		if pend := runCtx.Value(pendingAnswerKey{}).(*pendingAnswer); !pend.written {
-			// The operation succeeded without writing (nothing to pair the
-			// answer with): store it on its own.
-			s.storeAnswerAlone(ctx, p, pend)
-		}
-	case storableError(ctx, err):
-		pending.code = ErrorCode(err)
-		pending.message = err.Error()
-		s.storeAnswerAlone(ctx, p, &pendingAnswer{answer: pending})
+	case errors.Is(err, errAnswerFound):
+		// The operation's write found the answer and applied nothing.
+	case err == nil && !pend.written:
+		// The operation succeeded without writing (nothing to pair the
+		// answer with): store it on its own.
+		s.storeAnswerAlone(ctx, p, pend)
+	case err != nil && !pend.written && storableError(ctx, err):
+		pend.answer.code = ErrorCode(err)
+		pend.answer.message = err.Error()
+		pend.results = nil
+		s.storeAnswerAlone(ctx, p, pend)
+	}
+	if pend.found != nil {
+		// A stored answer wins over this run's: its operation ran first
+		// (an operation not looked up first, failing before it wrote, or
+		// another Store on the folder).
+		return pend.found.replay(idem, fp, call)
 	}
 	s.pruneAnswers(ctx, p)
 	return err
+}
+
+// lookedUpFirst reports whether op's stored answer is looked up before op
+// runs, on a reader. The record writes, whose only effect is their one
+// write, skip that read transaction: their write looks the answer up on
+// the writer before it changes anything (see recordingAnswer), and an
+// answer found there, or when they fail or succeed before writing (see
+// storeAnswerAlone), is replayed instead. Other operations may have effects
+// outside the database (an export's file) or bookkeeping writes before
+// their effect, which a replay must not repeat.
+func lookedUpFirst(op Operation) bool {
+	switch op {
+	case OpInsertRecords, OpUpdateRecord, OpUpdateRecords, OpDeleteRecord, OpDeleteRecords:
+		return false
+	}
+	return true
 }
 
 // storableError reports whether an error is an answer to store: not a
@@ -228,12 +249,18 @@ func storableError(ctx context.Context, err error) bool {
 	return true
 }
 
-// storeAnswerAlone stores an answer in a transaction of its own. Failing
-// leaves no record, so a retry runs again: the answer had no effect to pair
-// with.
+// storeAnswerAlone stores an answer in a transaction of its own, unless a
+// live answer is stored under its key already (pend.found is then set).
+// Failing leaves no record, so a retry runs again: the answer had no effect
+// to pair with.
 func (s *Store) storeAnswerAlone(ctx context.Context, p *project, pend *pendingAnswer) {
-	err := p.write(context.WithoutCancel(ctx), func(c *conn) error { return pend.store(c) })
-	if err != nil && !errors.Is(err, errKeyTaken) {
+	err := p.write(context.WithoutCancel(ctx), func(c *conn) error {
+		if err := pend.lookup(c); err != nil {
+			return err
+		}
+		return pend.store(c)
+	})
+	if err != nil && !errors.Is(err, errAnswerFound) {
 		s.opts.Logger.Warn("store idempotent answer", "project", p.slug, "err", err)
 	}
 }
@@ -295,13 +322,23 @@ func (f *inFlightKeys) pruneDue(now time.Time) bool {
 	return true
 }
 
-// pruneBatch bounds the expired answers one transaction deletes, so that
-// pruning never holds the write lock for long; pruneBatches bounds the
+// pruneBatch bounds the answers one transaction deletes, so that pruning
+// never holds the write lock for long; pruneBatches bounds the
 // transactions of one prune (the rest waits for the next minute).
 const (
 	pruneBatch   = 256
 	pruneBatches = 16
 )
+
+// pruneOldest deletes the expired answers among the pruneBatch oldest.
+// Ids grow with time, so the oldest answers expire first and pruning needs
+// no index of expiry: it reads the table from its start. An answer stored
+// under a longer TTL than the ones after it (Options.IdempotencyTTL
+// lowered, the clock set back) may hold pruning back until it expires
+// itself, if pruneBatch of them do: storage stays bounded by the longest
+// TTL in use.
+var pruneOldest = `DELETE FROM _pd_idempotency WHERE id IN
+	(SELECT id FROM _pd_idempotency ORDER BY id LIMIT ` + strconv.Itoa(pruneBatch) + `) AND expires_at <= ?`
 
 // pruneAnswers deletes expired answers, at most once a minute per project,
 // in small transactions that let other writers in between.
@@ -311,11 +348,13 @@ func (s *Store) pruneAnswers(ctx context.Context, p *project) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	// A point read first tells whether any answer has expired, so that pruning
-	// takes the writer only when there is something to delete.
+	// A point read first tells whether any of the oldest answers has
+	// expired, so that pruning takes the writer only when there is
+	// something to delete.
 	var expired bool
 	err := p.readPoint(ctx, func(c *conn) (err error) {
-		expired, err = c.queryRow(`SELECT 1 FROM _pd_idempotency WHERE expires_at <= ? LIMIT 1`, []any{now}, func(*sqlite3.Stmt) error { return nil })
+		expired, err = c.queryRow(`SELECT 1 FROM (SELECT expires_at FROM _pd_idempotency ORDER BY id LIMIT `+strconv.Itoa(pruneBatch)+`)
+			WHERE expires_at <= ? LIMIT 1`, []any{now.UnixMilli()}, func(*sqlite3.Stmt) error { return nil })
 		return err
 	})
 	if err != nil || !expired {
@@ -327,8 +366,7 @@ func (s *Store) pruneAnswers(ctx context.Context, p *project) {
 	for range pruneBatches {
 		var n int64
 		err := p.write(ctx, func(c *conn) error {
-			err := c.exec(`DELETE FROM _pd_idempotency WHERE id IN
-				(SELECT id FROM _pd_idempotency WHERE expires_at <= ? ORDER BY expires_at LIMIT `+strconv.Itoa(pruneBatch)+`)`, now)
+			err := c.exec(pruneOldest, now.UnixMilli())
 			n = c.db.Changes()
 			return err
 		})
@@ -336,24 +374,28 @@ func (s *Store) pruneAnswers(ctx context.Context, p *project) {
 			s.opts.Logger.Warn("prune idempotent answers", "project", p.slug, "err", err)
 			return
 		}
-		if n < pruneBatch {
+		if n == 0 {
 			return
 		}
 	}
 }
 
-// errKeyTaken is the failure of storing an answer whose key already has a
-// live one: another Store on the folder ran the same key at the same time.
-var errKeyTaken = errors.New("idempotency key taken by a concurrent request")
+// errAnswerFound is how the write of an idempotent operation stops when it
+// finds a live answer stored under its key: it applied nothing, and the
+// operation replays that answer (pendingAnswer.found).
+var errAnswerFound = errors.New("idempotent answer found")
 
 type pendingAnswerKey struct{}
 
 // pendingAnswer is the answer an idempotent operation stores with its
-// first write; written tells whether that happened.
+// first write; written tells whether that happened, found holds the live
+// answer a write found under the key instead (then nothing was written).
 type pendingAnswer struct {
 	answer  *storedAnswer
 	results []any
+	now     time.Time // when the operation started: answers expired then are not live
 	written bool
+	found   *storedAnswer
 }
 
 // withoutIdempotencyRecord returns ctx for a write that is bookkeeping, not
@@ -366,14 +408,19 @@ func withoutIdempotencyRecord(ctx context.Context) context.Context {
 }
 
 // recordingAnswer wraps the fn of a project.write: when ctx carries an
-// idempotent operation's answer not yet stored, fn's unit of work stores it
-// after fn's own changes, so both commit together or neither does.
+// idempotent operation's answer not yet stored, fn's unit of work first
+// looks the key up on the writer (a live answer there: fn does not run, the
+// write fails with errAnswerFound and changed nothing) and else stores the
+// answer after fn's own changes, so both commit together or neither does.
 func recordingAnswer(ctx context.Context, fn func(c *conn) error) func(c *conn) error {
 	pend, _ := ctx.Value(pendingAnswerKey{}).(*pendingAnswer)
 	if pend == nil || pend.written {
 		return fn
 	}
 	return func(c *conn) error {
+		if err := pend.lookup(c); err != nil {
+			return err
+		}
 		if err := fn(c); err != nil {
 			return err
 		}
@@ -385,37 +432,41 @@ func recordingAnswer(ctx context.Context, fn func(c *conn) error) func(c *conn) 
 	}
 }
 
+// lookup reads the live answer under pend's key on c, inside the write that
+// would store pend: found, it is pend.found and the error errAnswerFound.
+func (pend *pendingAnswer) lookup(c *conn) error {
+	a, found, err := lookupAnswerOn(c, pend.answer.scope, pend.now)
+	if err != nil {
+		return errors.Wrap(err, "look up idempotent answer")
+	}
+	if found {
+		pend.found = a
+		return errAnswerFound
+	}
+	return nil
+}
+
 // store encodes the results (unless the answer is an error) and inserts the
-// answer on c; a live answer under the same scope is errKeyTaken.
+// answer on c, in the transaction in which lookup found no live answer
+// under its key: an expired one there is replaced, and the new row's id
+// is the newest, as pruning needs.
 func (pend *pendingAnswer) store(c *conn) error {
 	a := pend.answer
+	var code, message any // NULL for a result
 	if a.code == "" {
 		body, err := json.Marshal(pend.results)
 		if err != nil {
 			return errors.Wrap(err, "encode idempotent answer")
 		}
 		a.result, a.compressed = compressAnswer(body)
+	} else {
+		code, message = string(a.code), a.message
 	}
-	var code any
-	if a.code != "" {
-		code = string(a.code)
-	}
-	err := c.exec(`INSERT INTO _pd_idempotency
-		(token_id, key, fingerprint, code, message, result, compressed, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (token_id, key) DO UPDATE SET
-			fingerprint = excluded.fingerprint, code = excluded.code, message = excluded.message,
-			result = excluded.result, compressed = excluded.compressed,
-			created_at = excluded.created_at, expires_at = excluded.expires_at
-		WHERE _pd_idempotency.expires_at <= excluded.created_at`,
-		a.scope.tokenID, a.scope.key, a.fingerprint, code, a.message, a.result, a.compressed, a.createdAt, a.expiresAt)
-	if err != nil {
-		return errors.Wrap(err, "store idempotent answer")
-	}
-	if c.db.Changes() == 0 {
-		return errKeyTaken
-	}
-	return nil
+	err := c.exec(`INSERT OR REPLACE INTO _pd_idempotency
+		(token_id, key, fingerprint, code, message, result, compressed, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.scope.tokenID, a.scope.key, a.fingerprint, code, message, a.result, a.compressed, a.expiresAt.UnixMilli())
+	return errors.Wrap(err, "store idempotent answer")
 }
 
 // storedAnswer is one row of _pd_idempotency.
@@ -426,30 +477,35 @@ type storedAnswer struct {
 	message     string
 	result      []byte // JSON array of the results, maybe compressed
 	compressed  bool
-	createdAt   time.Time
 	expiresAt   time.Time
 }
 
-// lookupAnswer reads the live answer stored under scope, if any.
-func (p *project) lookupAnswer(ctx context.Context, scope idempotencyScope, now time.Time) (*storedAnswer, bool, error) {
-	a := &storedAnswer{scope: scope}
-	var found bool
-	err := p.read(ctx, func(c *conn) (err error) {
-		found, err = c.queryRow(`SELECT fingerprint, code, message, result, compressed FROM _pd_idempotency
-			WHERE token_id = ? AND key = ? AND expires_at > ?`, []any{scope.tokenID, scope.key, now}, func(st *sqlite3.Stmt) error {
-			a.fingerprint = st.ColumnBlob(0, nil)
-			a.code = Code(st.ColumnText(1))
-			a.message = st.ColumnText(2)
-			a.result = st.ColumnBlob(3, nil)
-			a.compressed = st.ColumnBool(4)
-			return nil
-		})
+// lookupAnswer reads the live answer stored under scope, if any, on a
+// reader.
+func (p *project) lookupAnswer(ctx context.Context, scope idempotencyScope, now time.Time) (a *storedAnswer, found bool, err error) {
+	err = p.read(ctx, func(c *conn) (err error) {
+		a, found, err = lookupAnswerOn(c, scope, now)
 		return err
 	})
 	if err != nil {
 		return nil, false, dbError(ctx, err)
 	}
 	return a, found, nil
+}
+
+// lookupAnswerOn reads the live answer stored under scope, if any, on c.
+func lookupAnswerOn(c *conn, scope idempotencyScope, now time.Time) (*storedAnswer, bool, error) {
+	a := &storedAnswer{scope: scope}
+	found, err := c.queryRow(`SELECT fingerprint, code, message, result, compressed FROM _pd_idempotency
+		WHERE token_id = ? AND key = ? AND expires_at > ?`, []any{scope.tokenID, scope.key, now.UnixMilli()}, func(st *sqlite3.Stmt) error {
+		a.fingerprint = st.ColumnBlob(0, nil)
+		a.code = Code(st.ColumnText(1))
+		a.message = st.ColumnText(2)
+		a.result = st.ColumnBlob(3, nil)
+		a.compressed = st.ColumnBool(4)
+		return nil
+	})
+	return a, found, err
 }
 
 // replay answers a retry from the stored answer: the stored error, or the

@@ -11,10 +11,8 @@ import (
 	"github.com/pkg/errors"
 )
 
-// idempotencySchema is the control table of stored answers (migration 2).
-// An answer's size is bounded by what its operation wrote: the largest is
-// an insert's inserted_ids, the keys of rows the same transaction stored;
-// answers over compressAbove bytes are stored DEFLATE-compressed.
+// idempotencySchema is the first control table of stored answers
+// (migration 4), as shipped; idempotencyRowidSchema replaces it.
 const idempotencySchema = `
 CREATE TABLE _pd_idempotency (
 	id          INTEGER PRIMARY KEY,
@@ -30,6 +28,38 @@ CREATE TABLE _pd_idempotency (
 	UNIQUE (token_id, key)
 );
 CREATE INDEX _pd_idempotency_expires ON _pd_idempotency (expires_at);
+`
+
+// idempotencyRowidSchema is the control table of stored answers
+// (migration 6). An answer's size is bounded by what its operation wrote:
+// the largest is an insert's inserted_ids, the keys of rows the same
+// transaction stored; answers over compressAbove bytes are stored
+// DEFLATE-compressed.
+//
+// A keyed write touches two B-trees of it: the table, where a new row goes
+// last (ids grow with time), and the (token_id, key) index. Pruning reads
+// the table in id order (see pruneOldest), so that no index of expiry is
+// written with every answer, and expiry is Unix milliseconds. The answers
+// of the first table move over, oldest expiry first.
+const idempotencyRowidSchema = `
+ALTER TABLE _pd_idempotency RENAME TO _pd_idempotency_4;
+CREATE TABLE _pd_idempotency (
+	id          INTEGER PRIMARY KEY, -- grows with time: pruned in id order
+	token_id    INTEGER NOT NULL,    -- 0: the application's own calls
+	key         TEXT NOT NULL,
+	fingerprint BLOB NOT NULL,
+	code        TEXT,                -- the error code; NULL for a result
+	message     TEXT,                -- the error message; NULL for a result
+	result      BLOB,                -- JSON array of the results
+	compressed  INTEGER NOT NULL,    -- 1: result is DEFLATE-compressed
+	expires_at  INTEGER NOT NULL,    -- Unix milliseconds
+	UNIQUE (token_id, key)
+);
+INSERT INTO _pd_idempotency (token_id, key, fingerprint, code, message, result, compressed, expires_at)
+	SELECT token_id, key, fingerprint, code, nullif(message, ''), result, compressed,
+		CAST(round(unixepoch(expires_at, 'subsec') * 1000) AS INTEGER)
+	FROM _pd_idempotency_4 ORDER BY expires_at, id;
+DROP TABLE _pd_idempotency_4;
 `
 
 // compressAbove is the size from which a stored answer is compressed.

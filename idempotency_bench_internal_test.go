@@ -3,14 +3,22 @@ package projectdata
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/projectdata/projectdata/internal/cputime"
 )
 
 // BenchmarkInsertIdempotencyKey measures single-row inserts without and
 // with an idempotency key (a new key each time) in the same run, one at a
 // time and from 16 goroutines (whose writes share group commits); the
 // growth of the database per row with and without tells a key's storage.
+// Serial/Paired and Parallel/Paired insert with and without a key into one
+// Store in alternating slices, so that both sides share the machine's load
+// over the same stretch of time; x_nokey is the keyed rate as a ratio to
+// the unkeyed (issue 16's figure).
 func BenchmarkInsertIdempotencyKey(b *testing.B) {
 	verifyChangeLog = false // its update hook would slow both sides (benchmarks run after the tests)
 	defer func() { verifyChangeLog = true }()
@@ -48,5 +56,56 @@ func BenchmarkInsertIdempotencyKey(b *testing.B) {
 				b.ReportMetric((storedBytes(b, s)-before)/float64(b.N), "dbB/row")
 			})
 		}
+		b.Run(map[bool]string{false: "Serial/", true: "Parallel/"}[parallel]+"Paired", func(b *testing.B) {
+			s := itemsStore(b, nil)
+			var keyed, unkeyed, keyedCPU, unkeyedCPU time.Duration
+			for i := range pairedSlices {
+				n := b.N/pairedSlices + boolInt(i < b.N%pairedSlices)
+				d, cpu := insertSlice(n, parallel, func() { insert(b, s, false) })
+				unkeyed, unkeyedCPU = unkeyed+d, unkeyedCPU+cpu
+				d, cpu = insertSlice(n, parallel, func() { insert(b, s, true) })
+				keyed, keyedCPU = keyed+d, keyedCPU+cpu
+			}
+			b.ReportMetric(float64(b.N)/keyed.Seconds(), "rows/s")
+			b.ReportMetric(float64(b.N)/unkeyed.Seconds(), "nokey_rows/s")
+			b.ReportMetric(unkeyed.Seconds()/keyed.Seconds(), "x_nokey")
+			b.ReportMetric(unkeyedCPU.Seconds()/keyedCPU.Seconds(), "cpu_x_nokey")
+		})
 	}
+}
+
+// pairedSlices is how many alternating slices a paired measurement takes
+// of each side.
+const pairedSlices = 10
+
+// insertSlice runs insert n times, one at a time or from 8 goroutines, and
+// returns how long that took and the CPU time the process used meanwhile
+// (user and system: on a shared machine a steadier measure of the work).
+func insertSlice(n int, parallel bool, insert func()) (time.Duration, time.Duration) {
+	start, startCPU := time.Now(), cputime.Process()
+	if !parallel {
+		for range n {
+			insert()
+		}
+		return time.Since(start), cputime.Process() - startCPU
+	}
+	var left atomic.Int64
+	left.Store(int64(n))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				insert()
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start), cputime.Process() - startCPU
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }

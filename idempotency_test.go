@@ -320,3 +320,38 @@ func TestIdempotencyTwoStoresOneFolder(t *testing.T) {
 	}
 	is.Equal(countRows(t, dir, "items"), keys)
 }
+
+// TestIdempotencyReplayWhenTheRetryCannotRun: a record write looks its key
+// up inside its write; a retry that fails there (its table is gone) or
+// before it gets there (the Store now takes fewer rows) still gets the
+// stored answer, and nothing is stored for it.
+func TestIdempotencyReplayWhenTheRetryCannotRun(t *testing.T) {
+	is := is.New(t)
+	s, dir, clock := idemStore(t)
+	rows := []projectdata.Row{{"qty": 1}, {"qty": 2}}
+	for _, key := range []string{"k", "rows"} {
+		_, err := s.Insert(projectdata.WithIdempotencyKey(ctx, key), "acme", "items", rows)
+		is.NoErr(err)
+	}
+	is.NoErr(s.Close())
+	s, err := projectdata.Open(dir, &projectdata.Options{Now: clock.Now, MaxInsertRows: 1})
+	is.NoErr(err)
+	defer s.Close()
+
+	kctx, replayed := replays("rows")
+	res, err := s.Insert(kctx, "acme", "items", rows) // too many rows now, but answered
+	is.NoErr(err)
+	is.Equal(*replayed, 1)
+	is.Equal(res.InsertedIDs, []any{int64(3), int64(4)})
+
+	_, err = s.DeleteTable(ctx, "acme", "items")
+	is.NoErr(err)
+	kctx, replayed = replays("k")
+	_, err = s.Insert(kctx, "acme", "items", rows[:1])
+	pdtest.Code(t, err, projectdata.ErrIdempotencyKeyReused) // another request under the key
+	res, err = s.Insert(kctx, "acme", "items", rows)
+	is.NoErr(err)
+	is.Equal(*replayed, 1)
+	is.Equal(res.InsertedIDs, []any{int64(1), int64(2)})
+	is.Equal(countRows(t, dir, "_pd_idempotency"), 2)
+}

@@ -72,11 +72,12 @@ type Options struct {
 	ChangeRetention time.Duration
 	// ReplicatorCheckpoints, when true, leaves checkpointing the
 	// write-ahead log to a replicator running beside the Store (Litestream,
-	// as `server serve -replica` runs it): a project's writer connection no
-	// longer checkpoints after its commits (PRAGMA wal_autocheckpoint=0),
-	// so it never competes with the replicator's own checkpoints. While the
-	// replicator is down the WAL grows until it is back. Zero (false):
-	// SQLite checkpoints the WAL whenever it reaches 1,000 pages.
+	// as `server serve -replica` runs it): the Store never checkpoints
+	// (PRAGMA wal_autocheckpoint=0 and no checkpointer), so it never
+	// competes with the replicator's own checkpoints. While the replicator
+	// is down the WAL grows until it is back. Zero (false): each project
+	// checkpoints its WAL in the background whenever it reaches 1,000
+	// pages, and its writer does past 2,000 (see checkpoint.go).
 	ReplicatorCheckpoints bool
 
 	changeLogOff bool // benchmarks only: write no change log

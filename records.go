@@ -360,10 +360,11 @@ func (pl *insertPlan) run(ctx context.Context, c *conn) ([]any, error) {
 	ids := make([]any, len(pl.shapes))
 	vals := make([]any, 1)
 	scan := func(st *sqlite3.Stmt) error { return st.Columns(vals...) }
+	var top *int64 // the largest key, when no row went in alone since it was read
 	for i := 0; i < len(pl.shapes); i++ {
 		sh := pl.shapes[i]
 		if n := pl.chunkAt(i); n > 0 {
-			done, err := pl.runChunk(c, i, n, ids)
+			done, err := pl.runChunk(c, i, n, ids, &top)
 			if err != nil {
 				return nil, err
 			}
@@ -374,6 +375,7 @@ func (pl *insertPlan) run(ctx context.Context, c *conn) ([]any, error) {
 			// A row of the chunk failed: the statement changed nothing,
 			// and the rows one by one tell which and why.
 		}
+		top = nil
 		args := pl.args[pl.starts[i]:pl.starts[i+1]]
 		var err error
 		if sh.returning {
@@ -428,7 +430,10 @@ func (pl *insertPlan) chunkAt(i int) int {
 // failed statement) and done is false, for the caller to insert the rows
 // one by one, which finds the failing row; unless SQLite rolled the whole
 // transaction back, which is the error.
-func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any) (done bool, err error) {
+//
+// *top is the table's largest key if known (read here if not): after a
+// chunk of assigned rowids, the last of them.
+func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any, top **int64) (done bool, err error) {
 	sh := pl.shapes[i]
 	// A rowid SQLite assigns (the INTEGER key) is one more than the largest,
 	// so the rows of one statement get consecutive rowids in order, unless
@@ -436,14 +441,17 @@ func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any) (done bool, err err
 	// ones at random): there, the rows go one by one.
 	rowids := sh.pk < 0 || pl.args[pl.starts[i]+sh.pk] == nil
 	if rowids {
-		var top int64
-		if _, err := c.queryRow(`SELECT max(`+pl.t.pk.quoted+`) FROM `+pl.t.quoted, nil, func(st *sqlite3.Stmt) error {
-			top = st.ColumnInt64(0)
-			return nil
-		}); err != nil {
-			return false, err
+		if *top == nil {
+			var largest int64
+			if _, err := c.queryRow(`SELECT max(`+pl.t.pk.quoted+`) FROM `+pl.t.quoted, nil, func(st *sqlite3.Stmt) error {
+				largest = st.ColumnInt64(0)
+				return nil
+			}); err != nil {
+				return false, err
+			}
+			*top = &largest
 		}
-		if top > math.MaxInt64-int64(n) {
+		if **top > math.MaxInt64-int64(n) {
 			return false, nil
 		}
 	}
@@ -467,6 +475,11 @@ func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any) (done bool, err err
 		} else {
 			ids[i+j] = pl.args[pl.starts[i+j]+sh.pk]
 		}
+	}
+	if rowids {
+		**top = last
+	} else {
+		*top = nil // given keys may be larger
 	}
 	return true, nil
 }

@@ -62,6 +62,13 @@ func TestInsertIDsInChunks(t *testing.T) {
 			}
 			return rows
 		},
+		"assigned, given up to the last rowid, assigned": func() []projectdata.Row {
+			rows := numbered(0, 100, false)
+			for i, r := range rows[32:64] {
+				r["id"] = int64(math.MaxInt64 - 31 + i)
+			}
+			return rows
+		},
 		"shapes alternating": func() []projectdata.Row {
 			rows := numbered(0, 100, false)
 			for i, r := range rows {

@@ -118,6 +118,9 @@ CREATE TABLE _pd_changes (
 	data       TEXT -- JSON: row images (insert, update), keys (delete); NULL for schema
 );
 `,
+	// Version 6: stored answers pruned in id order, without an index of
+	// expiry.
+	idempotencyRowidSchema,
 }
 
 // migrate brings the control schema of the database on c to the newest

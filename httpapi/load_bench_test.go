@@ -23,6 +23,7 @@ import (
 
 	"github.com/projectdata/projectdata"
 	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/internal/cputime"
 	"github.com/projectdata/projectdata/internal/pdtest"
 )
 
@@ -38,8 +39,12 @@ import (
 // the batch rate as a ratio to the raw driver's in-process insert of the
 // same rows (one transaction, one prepared statement). p99_ms is the 99th
 // percentile latency of single-row creates with 16 clients (create_one;
-// create_one_cN and batch1000_cN run with N clients instead). ns/op counts
-// both sides of a pair. The last sub-benchmark reports the
+// create_one_cN and batch1000_cN run with N clients instead).
+// create_one_keyed pairs creates that carry a fresh Idempotency-Key with
+// the same creates without one instead of the bare handler: x_nokey is
+// the ratio of the rates, cpu_x_nokey of the process's CPU time per
+// request (server and clients; steadier on a shared machine). ns/op
+// counts both sides of a pair. The last sub-benchmark reports the
 // process's resident memory after the run (server and clients).
 
 var loadRounds = flag.Int("load.rounds", 1, "rounds of the load benchmark's workloads")
@@ -50,6 +55,10 @@ const loadClients = 16
 
 // maxLoadClients is the most clients of any workload.
 const maxLoadClients = 64
+
+// loadKeys numbers the idempotency keys of create_one_keyed: every key
+// is new, across rounds and the benchmark's repeated runs.
+var loadKeys atomic.Int64
 
 // loadRows is the rows of the table the reads use.
 const loadRows = 10000
@@ -151,6 +160,11 @@ func (e *loadEnv) send(method, url string, body []byte, want int) error {
 
 // sendAs is send with another token.
 func (e *loadEnv) sendAs(token, method, url string, body []byte, want int) error {
+	return e.sendKeyed(token, "", method, url, body, want)
+}
+
+// sendKeyed is sendAs with an Idempotency-Key header, unless key is "".
+func (e *loadEnv) sendKeyed(token, key, method, url string, body []byte, want int) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -160,6 +174,9 @@ func (e *loadEnv) sendAs(token, method, url string, body []byte, want int) error
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -179,6 +196,7 @@ func (e *loadEnv) sendAs(token, method, url string, body []byte, want int) error
 type loadResult struct {
 	rate float64 // requests per second
 	p99  time.Duration
+	cpu  time.Duration // the process's CPU time (user and system) meanwhile
 }
 
 // loadSlices is how many alternating slices a paired measurement takes of
@@ -191,17 +209,19 @@ const loadSlices = 10
 // percentile latencies of both.
 func paired(b *testing.B, c int, work, bare func(i int64) error) (w, base loadResult) {
 	b.ReportAllocs()
-	var wt, bt time.Duration
+	var wt, bt, wcpu, bcpu time.Duration
 	var wl, bl []time.Duration
 	var next atomic.Int64
 	for s := range loadSlices {
 		n := b.N/loadSlices + boolInt(s < b.N%loadSlices)
+		cpu := cputime.Process()
 		d, lat := clients(b, c, n, bare, &next)
-		bt, bl = bt+d, append(bl, lat...)
+		bt, bl, bcpu = bt+d, append(bl, lat...), bcpu+cputime.Process()-cpu
+		cpu = cputime.Process()
 		d, lat = clients(b, c, n, work, &next)
-		wt, wl = wt+d, append(wl, lat...)
+		wt, wl, wcpu = wt+d, append(wl, lat...), wcpu+cputime.Process()-cpu
 	}
-	return loadResult{float64(b.N) / wt.Seconds(), p99(wl)}, loadResult{float64(b.N) / bt.Seconds(), p99(bl)}
+	return loadResult{float64(b.N) / wt.Seconds(), p99(wl), wcpu}, loadResult{float64(b.N) / bt.Seconds(), p99(bl), bcpu}
 }
 
 func boolInt(v bool) int {
@@ -315,6 +335,24 @@ func BenchmarkLoad(b *testing.B) {
 			}, bare)
 			report(b, w, base)
 			b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
+		})
+		b.Run(fmt.Sprintf("round%d/create_one_keyed", round), func(b *testing.B) {
+			// Single-row creates with a fresh Idempotency-Key each, in
+			// turns with the same creates without one: x_nokey is the
+			// keyed rate as a ratio to the unkeyed (issue 16's figure).
+			create := func(key string, i int64) error {
+				body := fmt.Appendf(nil, `{"name":"new %d","qty":%d,"price":2.5,"note":"load"}`, i, i)
+				return e.sendKeyed(e.token, key, "POST", e.api+"/projects/acme/records/items", body, 201)
+			}
+			w, base := paired(b, loadClients, func(i int64) error {
+				return create("load-"+strconv.FormatInt(loadKeys.Add(1), 10), i)
+			}, func(i int64) error { return create("", i) })
+			b.ReportMetric(w.rate, "req/s")
+			b.ReportMetric(base.rate, "nokey_req/s")
+			b.ReportMetric(w.rate/base.rate, "x_nokey")
+			b.ReportMetric(base.cpu.Seconds()/w.cpu.Seconds(), "cpu_x_nokey")
+			b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
+			b.ReportMetric(float64(base.p99.Microseconds())/1000, "nokey_p99_ms")
 		})
 		for _, c := range []int{1, 4, loadClients} {
 			name := fmt.Sprintf("round%d/batch1000", round) // 16 clients: the issue's figure

@@ -1,0 +1,112 @@
+package projectdata
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// pruneTest is a Store with project "acme", table "items" and a settable
+// clock, and the project held open for the test.
+type pruneTest struct {
+	s   *Store
+	p   *project
+	clk *clock
+}
+
+func newPruneTest(t *testing.T) *pruneTest {
+	t.Helper()
+	clk := &clock{now: time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)}
+	s := itemsStore(t, &Options{Now: clk.Now, IdempotencyTTL: time.Hour, changeLogOff: true})
+	p, err := s.acquire(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.release(p) })
+	return &pruneTest{s: s, p: p, clk: clk}
+}
+
+// seed stores n answers with keys prefix0.., expiring at expires, behind
+// the operations' back (one transaction).
+func (pt *pruneTest) seed(t *testing.T, prefix string, n int, expires time.Time) {
+	t.Helper()
+	err := pt.p.write(context.Background(), func(c *conn) error {
+		return c.exec(`WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i WHERE n + 1 < ?)
+			INSERT INTO _pd_idempotency (token_id, key, fingerprint, result, compressed, expires_at)
+			SELECT 0, ? || n, x'00', '[]', 0, ? FROM i`, n, prefix, expires.UnixMilli())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keys returns the stored keys in id order.
+func (pt *pruneTest) keys(t *testing.T) []string {
+	t.Helper()
+	var keys []string
+	err := pt.p.read(context.Background(), func(c *conn) error {
+		return c.query(`SELECT key FROM _pd_idempotency ORDER BY id`, nil, func(st *sqlite3.Stmt) error {
+			keys = append(keys, st.ColumnText(0))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// prune runs the pruning a keyed write starts, as if a minute had passed
+// since the last.
+func (pt *pruneTest) prune() {
+	pt.p.idempotency.prunedAt = time.Time{}
+	pt.s.pruneAnswers(context.Background(), pt.p)
+}
+
+func TestIdempotencyPruning(t *testing.T) {
+	t.Run("TheOldestGoFirstAndOnePruneIsBounded", func(t *testing.T) {
+		is := is.New(t)
+		pt := newPruneTest(t)
+		const most = pruneBatch * pruneBatches // what one prune deletes at most
+		now := pt.clk.Now()
+		pt.seed(t, "old", most+10, now.Add(-time.Minute))
+		pt.seed(t, "live", 2, now.Add(time.Minute))
+		pt.prune()
+		keys := pt.keys(t)
+		is.Equal(len(keys), 12)
+		is.Equal(keys[0], "old"+strconv.Itoa(most)) // the 10 newest expired are left for the next prune
+		pt.prune()
+		is.Equal(pt.keys(t), []string{"live0", "live1"})
+	})
+	t.Run("ALiveAnswerAheadDoesNotHoldBackTheExpiredBehindIt", func(t *testing.T) {
+		is := is.New(t)
+		pt := newPruneTest(t)
+		now := pt.clk.Now()
+		pt.seed(t, "long", 1, now.Add(time.Hour)) // stored under a longer TTL
+		pt.seed(t, "old", 2*pruneBatch, now.Add(-time.Minute))
+		pt.prune()
+		is.Equal(pt.keys(t), []string{"long0"})
+	})
+	t.Run("AKeyUsedAgainAfterExpiryIsTheNewest", func(t *testing.T) {
+		is := is.New(t)
+		pt := newPruneTest(t)
+		insert := func(key string) {
+			_, err := pt.s.Insert(WithIdempotencyKey(context.Background(), key), "acme", "items", []Row{{"qty": 1}})
+			is.NoErr(err)
+		}
+		insert("k")
+		insert("a")
+		pt.clk.advance(30 * time.Minute)
+		insert("b")
+		pt.clk.advance(31 * time.Minute) // k and a expired, b live
+		pt.p.idempotency.prunedAt = pt.clk.Now()
+		insert("k")
+		is.Equal(pt.keys(t), []string{"a", "b", "k"}) // k moved behind b: pruning in id order reaches it last
+		pt.prune()
+		is.Equal(pt.keys(t), []string{"b", "k"})
+	})
+}
