@@ -1,14 +1,13 @@
-//go:build unix
-
 package projectdata
 
 import (
 	"context"
 	"fmt"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/projectdata/projectdata/internal/cputime"
 )
 
 // BenchmarkInsertChangeLogPaired measures inserts with the change log on
@@ -46,13 +45,13 @@ func BenchmarkInsertChangeLogPaired(b *testing.B) {
 				var took [2]time.Duration
 				for j := range 2 {
 					k := (i + j) % 2 // off first in one slice, on first in the next
-					start, startCPU := time.Now(), processCPU(b)
+					start, startCPU := time.Now(), cputime.Process()
 					for range n {
 						insert(stores[k])
 					}
 					took[k] = time.Since(start)
 					wall[k] += took[k]
-					cpu[k] += processCPU(b) - startCPU
+					cpu[k] += cputime.Process() - startCPU
 				}
 				ratios = append(ratios, took[0].Seconds()/took[1].Seconds())
 			}
@@ -64,14 +63,4 @@ func BenchmarkInsertChangeLogPaired(b *testing.B) {
 			b.ReportMetric(cpu[0].Seconds()/cpu[1].Seconds(), "on/off-cpu")
 		})
 	}
-}
-
-// processCPU is the CPU time the process has used, user and system: on a
-// machine shared with other work it varies less than the wall clock.
-func processCPU(b *testing.B) time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
