@@ -244,7 +244,7 @@ type insertShape struct {
 	returning bool          // the statement returns the primary key (see newInsertShape)
 
 	perChunk int    // rows of chunkSQL; below 2: rows are inserted one by one
-	chunkSQL string // the statement inserting perChunk rows at once
+	chunkSQL string // the statement inserting perChunk rows at once; "" until used
 }
 
 // maxChunkRows is the most rows one INSERT statement takes: a statement of
@@ -288,11 +288,16 @@ func newInsertShape(t *tableInfo, vals []colValue) *insertShape {
 	// read back, or no columns, one row at a time.
 	if len(vals) > 0 && !sh.returning {
 		sh.perChunk = min(maxChunkRows, maxQueryParams/len(vals))
-		if sh.perChunk > 1 {
-			sh.chunkSQL = sh.sql + strings.Repeat(", ("+strings.Repeat("?, ", len(vals)-1)+"?)", sh.perChunk-1)
-		}
 	}
 	return sh
+}
+
+// chunk returns the statement inserting perChunk rows of the shape.
+func (sh *insertShape) chunk() string {
+	if sh.chunkSQL == "" {
+		sh.chunkSQL = sh.sql + strings.Repeat(", ("+strings.Repeat("?, ", len(sh.cols)-1)+"?)", sh.perChunk-1)
+	}
+	return sh.chunkSQL
 }
 
 // matches reports whether vals has exactly the shape's columns.
@@ -455,7 +460,7 @@ func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any, top **int64) (done 
 			return false, nil
 		}
 	}
-	st, err := c.prepare(sh.chunkSQL)
+	st, err := c.prepare(sh.chunk())
 	if err != nil {
 		return false, err
 	}
