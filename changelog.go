@@ -52,15 +52,18 @@ var verifyChangeLog = false
 // changeCounts is the change-log state of the writer's unit of work.
 type changeCounts struct {
 	at      time.Time // the unit of work's timestamp, shared by its changes
+	atText  string    // at as stored, formatted by the unit's first record
 	logged  int64     // row changes logged (schema changes not counted)
 	records int       // log records written, schema ones included
 	hooked  int64     // application rows SQLite changed (verifyChangeLog only)
 	off     bool      // the Store's log is off (benchmarks only)
+	images  *imageCache
 }
 
-// beginUnit resets the change counts at the start of a unit of work.
+// beginUnit resets the change counts at the start of a unit of work; the
+// image cache is kept from unit to unit.
 func (c *conn) beginUnit(at time.Time, off bool) {
-	c.changes = changeCounts{at: at, off: off}
+	c.changes = changeCounts{at: at, off: off, images: c.changes.images}
 }
 
 // watchChanges installs the update hook of verifyChangeLog on a writer.
@@ -90,24 +93,54 @@ type changeRecord struct {
 	data  []byte // the payload (see appendImages, appendKeys); nil for schema
 }
 
+// appendChangeSQL appends a log record. One statement reads the newest id
+// and appends after it (max of the INTEGER PRIMARY KEY is one seek): a
+// separate SELECT cost a statement step per record on the writer's hot
+// path. The max is a scalar subquery in VALUES: INSERT … SELECT … FROM the
+// same table would make SQLite copy the SELECT into a temporary table
+// first, which cost more than the insert of the row it logs.
+const appendChangeSQL = `INSERT INTO _pd_changes (last_id, count, table_name, op, at, data)
+	VALUES (coalesce((SELECT max(last_id) FROM _pd_changes), 0) + ?1, ?1, ?2, ?3, ?4, ?5)`
+
 // appendChange writes a record to the log, inside c's transaction.
 func (c *conn) appendChange(r changeRecord) error {
 	if c.changes.off || r.count == 0 {
 		return nil
 	}
-	var data any
-	if r.data != nil {
-		data = textBytes(r.data)
+	if c.changes.atText == "" {
+		c.changes.atText = formatTime(c.changes.at)
 	}
-	// One statement reads the newest id and appends after it (max of the
-	// INTEGER PRIMARY KEY is one seek): a separate SELECT cost a statement
-	// step per record on the writer's hot path. The max is a scalar
-	// subquery in VALUES: INSERT … SELECT … FROM the same table would make
-	// SQLite copy the SELECT into a temporary table first, which cost more
-	// than the insert of the row it logs.
-	if err := c.exec(`INSERT INTO _pd_changes (last_id, count, table_name, op, at, data)
-		VALUES (coalesce((SELECT max(last_id) FROM _pd_changes), 0) + ?1, ?1, ?, ?, ?, ?)`,
-		r.count, r.table, r.op, c.changes.at, data); err != nil {
+	st, err := c.prepare(appendChangeSQL)
+	if err != nil {
+		return err
+	}
+	// Every parameter is bound for every record, without boxing them in
+	// an []any (the statement is reused without clearing its bindings);
+	// the payload is unbound after, not to hold its copy in SQLite.
+	err = st.BindInt64(1, int64(r.count))
+	if err == nil {
+		err = st.BindText(2, r.table)
+	}
+	if err == nil {
+		err = st.BindText(3, r.op)
+	}
+	if err == nil {
+		err = st.BindText(4, c.changes.atText)
+	}
+	if err == nil {
+		if r.data != nil {
+			err = st.BindRawText(5, r.data)
+		} else {
+			err = st.BindNull(5)
+		}
+	}
+	if err == nil {
+		err = st.Exec()
+	}
+	if r.data != nil {
+		st.BindNull(5)
+	}
+	if err != nil {
 		return err
 	}
 	if r.op != ChangeSchema {
@@ -126,23 +159,28 @@ type imageWriter struct {
 }
 
 func newImageWriter(t *tableInfo, buf []byte) *imageWriter {
-	w := &imageWriter{t: t, buf: append(buf[:0], `{"pk":`...)}
+	return &imageWriter{t: t, buf: appendImageHead(buf[:0], t)}
+}
+
+// appendImageHead appends the start of a record of row images of t, up to
+// its first row: {"pk":i,"columns":[names],"rows":[
+func appendImageHead(b []byte, t *tableInfo) []byte {
+	b = append(b, `{"pk":`...)
 	pk := -1
 	for i, col := range t.columns {
 		if col == t.pk {
 			pk = i
 		}
 	}
-	w.buf = strconv.AppendInt(w.buf, int64(pk), 10)
-	w.buf = append(w.buf, `,"columns":[`...)
+	b = strconv.AppendInt(b, int64(pk), 10)
+	b = append(b, `,"columns":[`...)
 	for i, col := range t.columns {
 		if i > 0 {
-			w.buf = append(w.buf, ',')
+			b = append(b, ',')
 		}
-		w.buf = appendJSONString(w.buf, col.Name)
+		b = appendJSONString(b, col.Name)
 	}
-	w.buf = append(w.buf, `],"rows":[`...)
-	return w
+	return append(b, `],"rows":[`...)
 }
 
 // add appends one row image: vals[i] is the value of t.columns[i].
@@ -247,46 +285,128 @@ func appendJSONString(b []byte, s string) []byte {
 
 // logInsert logs the rows of an executed insert plan; ids are their keys.
 // Each image is the row as stored: the given values (converted as they were
-// bound), the columns' defaults for the others, the assigned key.
+// bound), the columns' defaults for the others, the assigned key. The
+// image is encoded straight from the bound values into the writer's
+// buffer, with the record's head and the defaults encoded once per table.
 func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 	if c.changes.off || len(ids) == 0 {
 		return nil
 	}
 	t := pl.t
-	defaults := make([]any, len(t.columns))
+	k, err := c.imagesOf(t)
+	if err != nil {
+		return err
+	}
+	b := k.buf[:0]
+	if need := len(k.head) + len(ids)*k.rowSize + 2; cap(b) < need {
+		b = make([]byte, 0, need) // sized once, rather than grown row by row
+	}
+	b = append(b, k.head...)
+	var (
+		shape *insertShape
+		pos   []int // for each column, its argument in shape's rows, or -1
+	)
+	for r, sh := range pl.shapes {
+		if sh != shape {
+			shape, pos = sh, k.positions(sh)
+		}
+		args := pl.args[pl.starts[r]:pl.starts[r+1]]
+		if r > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		for i, col := range t.columns {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			switch {
+			case col == t.pk:
+				b = appendJSONValue(b, ids[r])
+			case pos[i] >= 0:
+				b = appendJSONValue(b, args[pos[i]])
+			default:
+				b = append(b, k.defaults[i]...)
+			}
+		}
+		b = append(b, ']')
+	}
+	k.rowSize = (len(b)-len(k.head))/len(ids) + 1
+	b = append(b, "]}"...)
+	k.keep(b)
+	return c.appendChange(changeRecord{table: t.Name, op: ChangeInsert, count: len(ids), data: b})
+}
+
+// imageCache is what the writer keeps from one insert to the next to
+// encode its row images without allocating: the last record's buffer and,
+// for the last table logged, the head of its records and its columns'
+// defaults, encoded. A table of a reloaded registry is a new *tableInfo,
+// so a schema change never meets a stale head.
+type imageCache struct {
+	buf      []byte
+	t        *tableInfo
+	head     []byte   // appendImageHead(t)
+	defaults [][]byte // by column: its default value, encoded
+	rowSize  int      // bytes per row image in the last record, plus one
+	shapes   []string // statements of insert shapes met (their SQL names their columns)
+	pos      [][]int  // pos[i]: for each column, its argument in shapes[i], or -1
+}
+
+// maxCachedShapes bounds the insert shapes an image cache knows.
+const maxCachedShapes = 16
+
+// maxKeptImageBuffer is the largest record buffer the writer keeps for
+// the next insert: enough for single rows and small batches, little held
+// by each open project (a 1,000-row batch allocating its own buffer is
+// noise beside its inserts).
+const maxKeptImageBuffer = 16 << 10
+
+// imagesOf returns the writer's image cache, made ready for t.
+func (c *conn) imagesOf(t *tableInfo) (*imageCache, error) {
+	k := c.changes.images
+	if k == nil {
+		k = &imageCache{}
+		c.changes.images = k
+	}
+	if k.t == t {
+		return k, nil
+	}
+	k.shapes, k.pos, k.rowSize = k.shapes[:0], k.pos[:0], 0
+	k.t, k.head, k.defaults = nil, appendImageHead(k.head[:0], t), make([][]byte, len(t.columns))
 	for i, col := range t.columns {
 		d, err := col.Type.convert(col.DefaultValue)
 		if err != nil {
-			return errors.Wrapf(err, "stored default of column %q", col.Name)
+			return nil, errors.Wrapf(err, "stored default of column %q", col.Name)
 		}
-		defaults[i] = d
+		k.defaults[i] = appendJSONValue(nil, d)
 	}
-	w := newImageWriter(t, make([]byte, 0, 64*len(ids)))
-	vals := make([]any, len(t.columns))
-	where := map[*insertShape][]int{} // shape → for each column, its argument, or -1
-	for r, sh := range pl.shapes {
-		pos, ok := where[sh]
-		if !ok {
-			pos = make([]int, len(t.columns))
-			for i, col := range t.columns {
-				pos[i] = sh.index(col)
-			}
-			where[sh] = pos
+	k.t = t
+	return k, nil
+}
+
+// positions returns, for each column of the cache's table, its argument in
+// the rows of sh, or -1.
+func (k *imageCache) positions(sh *insertShape) []int {
+	for i, known := range k.shapes {
+		if known == sh.sql {
+			return k.pos[i]
 		}
-		args := pl.args[pl.starts[r]:pl.starts[r+1]]
-		for i, col := range t.columns {
-			switch {
-			case col == t.pk:
-				vals[i] = ids[r]
-			case pos[i] >= 0:
-				vals[i] = args[pos[i]]
-			default:
-				vals[i] = defaults[i]
-			}
-		}
-		w.add(vals)
 	}
-	return c.appendChange(w.record(ChangeInsert))
+	pos := make([]int, len(k.t.columns))
+	for i, col := range k.t.columns {
+		pos[i] = sh.index(col)
+	}
+	if len(k.shapes) == maxCachedShapes {
+		k.shapes, k.pos = k.shapes[:0], k.pos[:0]
+	}
+	k.shapes, k.pos = append(k.shapes, sh.sql), append(k.pos, pos)
+	return pos
+}
+
+// keep keeps b as the buffer of the next record, unless it grew large.
+func (k *imageCache) keep(b []byte) {
+	if cap(b) <= maxKeptImageBuffer {
+		k.buf = b
+	}
 }
 
 // bulkExec runs a bulk update or delete, head (up to its WHERE) and cond
