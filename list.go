@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"slices"
@@ -84,6 +85,54 @@ const (
 // scans, as the hint for an index), ErrTableNotFound, ErrProjectNotFound,
 // ErrPermissionDenied.
 func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOptions) (RecordList, error) {
+	return s.listRecords(ctx, slug, table, opts, nil)
+}
+
+// AppendRecordListJSON appends the page ListRecords returns to dst as JSON:
+// the same bytes as json.Marshal of that RecordList, with its rows encoded
+// straight from SQLite's columns, building no Row. On error dst is
+// returned as it was.
+//
+// Errors: as ListRecords.
+func (s *Store) AppendRecordListJSON(ctx context.Context, dst []byte, slug, table string, opts ListOptions) ([]byte, error) {
+	enc := &listJSON{buf: dst}
+	list, err := s.listRecords(ctx, slug, table, opts, enc)
+	if err != nil {
+		return dst, err
+	}
+	out := enc.buf
+	out = append(out, `],"total":`...)
+	if list.Total == nil {
+		out = append(out, "null"...)
+	} else {
+		out = strconv.AppendInt(out, *list.Total, 10)
+	}
+	out = append(out, `,"limit":`...)
+	out = strconv.AppendInt(out, int64(list.Limit), 10)
+	out = append(out, `,"offset":`...)
+	out = strconv.AppendInt(out, int64(list.Offset), 10)
+	out = append(out, `,"next_cursor":`...)
+	cursor, _ := list.NextCursor.MarshalJSON()
+	out = append(out, cursor...)
+	out = append(out, `,"truncated":`...)
+	out = strconv.AppendBool(out, list.Truncated)
+	return append(out, '}'), nil
+}
+
+// listJSON is where runList encodes the rows of a page, instead of
+// building them: buf holds `{"table":…,"rows":[` and the rows so far.
+type listJSON struct {
+	start int // where the page's JSON starts in buf
+	buf   []byte
+	rows  int
+}
+
+// listRecords is ListRecords, with the rows encoded into enc when it is
+// not nil (the list's Rows then stay empty).
+func (s *Store) listRecords(ctx context.Context, slug, table string, opts ListOptions, enc *listJSON) (RecordList, error) {
+	if enc != nil {
+		enc.start = len(enc.buf)
+	}
 	if opts.Limit == 0 {
 		opts.Limit = defaultListLimit
 	}
@@ -113,7 +162,13 @@ func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOp
 					return err
 				}
 			}
-			list, err = s.runList(ctx, c, sc, p.cursorKey, pl, opts, after)
+			if enc != nil { // afresh: readSchema may call this again
+				enc.buf = append(enc.buf[:enc.start], `{"table":`...)
+				enc.buf = appendHTMLSafeString(enc.buf, t.Name)
+				enc.buf = append(enc.buf, `,"rows":[`...)
+				enc.rows = 0
+			}
+			list, err = s.runList(ctx, c, sc, p.cursorKey, pl, opts, after, enc)
 			return err
 		})
 	})
@@ -410,7 +465,7 @@ const listHintBudget = 100 * time.Millisecond
 // runList reads the page and the count on the reader c, under the execution
 // budget; readSchema runs it in one read transaction, so the count and the
 // page agree.
-func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl *listPlan, opts ListOptions, after []any) (list RecordList, err error) {
+func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl *listPlan, opts ListOptions, after []any, enc *listJSON) (list RecordList, err error) {
 	list = RecordList{Table: pl.t.Name, Rows: []Row{}, Limit: opts.Limit, Offset: opts.Offset}
 	budget, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
 	defer cancel()
@@ -429,33 +484,64 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 	last := make([]any, len(pl.order))
 	more := false
 	stop := errors.New("stop")
+	var keys rowKeys // the JSON keys of the returned columns, when enc is set
+	if enc != nil {
+		keys = pl.rowKeys()
+	}
+	rows := 0
 	read := func(st *sqlite3.Stmt) error {
-		if len(list.Rows) == opts.Limit {
+		if rows == opts.Limit {
 			more = true
 			return stop
 		}
-		row := make(Row, pl.out)
-		rowSize := 0
-		for i, col := range pl.sel[:pl.out] {
-			v := columnValue(st, i)
-			rowSize += encodedSize(col.Name, v)
-			row[col.Name] = v
+		var (
+			row     Row
+			rowSize int // the row's JSON, without its opening brace
+			start   int // where the row starts in enc.buf
+		)
+		if enc == nil {
+			row = make(Row, pl.out)
+			for i, col := range pl.sel[:pl.out] {
+				v := columnValue(st, i)
+				rowSize += encodedSize(col.Name, v)
+				row[col.Name] = v
+			}
+		} else {
+			start = len(enc.buf)
+			if rows > 0 {
+				enc.buf = append(enc.buf, ',')
+			}
+			at := len(enc.buf)
+			var ok bool
+			if enc.buf, ok = keys.appendRow(enc.buf, st); !ok {
+				// A REAL JSON cannot hold: as the Row of the other path
+				// holds it (columnValue makes it text).
+				row = make(Row, pl.out)
+				for i, col := range pl.sel[:pl.out] {
+					row[col.Name] = columnValue(st, i)
+				}
+				b, _ := json.Marshal(row) // columnValue's values always encode
+				enc.buf = append(enc.buf, b...)
+			}
+			rowSize = len(enc.buf) - at - 1
 		}
 		if size+rowSize > maxBytes {
-			if len(list.Rows) == 0 {
+			if enc != nil {
+				enc.buf = enc.buf[:start]
+			}
+			if rows == 0 {
 				return errorf(ErrQueryResultTooLarge, "a row of table %q takes more than the result budget of %d bytes; select fewer columns", pl.t.Name, maxBytes)
 			}
 			list.Truncated, more = true, true
 			return stop
 		}
 		size += rowSize
-		list.Rows = append(list.Rows, row)
+		rows++
+		if enc == nil {
+			list.Rows = append(list.Rows, row)
+		}
 		for k, o := range pl.order {
-			if o.at < pl.out {
-				last[k] = row[o.col.Name]
-			} else {
-				last[k] = columnValue(st, o.at)
-			}
+			last[k] = columnValue(st, o.at)
 		}
 		return nil
 	}
@@ -483,6 +569,15 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 	}
 	list.Total = &total
 	return list, nil
+}
+
+// rowKeys returns the JSON keys of the returned columns: the table's own
+// when they are all of its columns in their order.
+func (pl *listPlan) rowKeys() rowKeys {
+	if pl.out == len(pl.t.columns) && slices.Equal(pl.sel[:pl.out], pl.t.columns) {
+		return pl.t.keys
+	}
+	return newRowKeys(pl.sel[:pl.out])
 }
 
 // listCount counts the rows the plan's where matches: the kept count when

@@ -31,33 +31,45 @@ type rowKeys struct {
 
 // prepareRowKeys fills t.keys once the table's columns and key are known.
 func (t *tableInfo) prepareRowKeys() {
-	k := rowKeys{order: make([]int, len(t.columns))}
+	t.keys = newRowKeys(t.columns)
+	if t.pk != nil {
+		t.keys.byKey = selectSQL(t, ` WHERE `, t.pk.quoted, ` = ?`)
+	}
+}
+
+// newRowKeys returns the JSON keys of rows whose statement columns are
+// cols, in that order.
+func newRowKeys(cols []*columnInfo) rowKeys {
+	k := rowKeys{order: make([]int, len(cols))}
 	for i := range k.order {
 		k.order[i] = i
 	}
-	slices.SortFunc(k.order, func(a, b int) int { return strings.Compare(t.columns[a].Name, t.columns[b].Name) })
+	slices.SortFunc(k.order, func(a, b int) int { return strings.Compare(cols[a].Name, cols[b].Name) })
 	for i, pos := range k.order {
 		var p []byte
 		if i > 0 {
 			p = append(p, ',')
 		}
-		p = appendHTMLSafeString(p, t.columns[pos].Name)
+		p = appendHTMLSafeString(p, cols[pos].Name)
 		k.prefix = append(k.prefix, append(p, ':'))
 	}
-	if t.pk != nil {
-		k.byKey = selectSQL(t, ` WHERE `, t.pk.quoted, ` = ?`)
-	}
-	t.keys = k
+	return k
 }
 
 // appendRowJSON appends the current row of a statement made by selectSQL
 // for t as a JSON object. It reports false, having appended nothing, for a
 // row that encoding/json would refuse (a non-finite REAL).
 func (t *tableInfo) appendRowJSON(dst []byte, st *sqlite3.Stmt) ([]byte, bool) {
+	return t.keys.appendRow(dst, st)
+}
+
+// appendRow appends the current row of st, whose columns are the ones k
+// was made for, as a JSON object; as appendRowJSON.
+func (k *rowKeys) appendRow(dst []byte, st *sqlite3.Stmt) ([]byte, bool) {
 	start := len(dst)
 	dst = append(dst, '{')
-	for i, pos := range t.keys.order {
-		dst = append(dst, t.keys.prefix[i]...)
+	for i, pos := range k.order {
+		dst = append(dst, k.prefix[i]...)
 		var ok bool
 		if dst, ok = appendColumnJSON(dst, st, pos); !ok {
 			return dst[:start], false

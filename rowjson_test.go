@@ -3,6 +3,7 @@ package projectdata_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -79,5 +80,87 @@ func TestAppendRecordJSON(t *testing.T) {
 		pdtest.Code(t, err, projectdata.ErrTableNotFound)
 		_, err = s.AppendRecordJSON(ctx, nil, "nope", "odd", 1)
 		pdtest.Code(t, err, projectdata.ErrProjectNotFound)
+	})
+}
+
+// TestAppendRecordListJSON shows that a page encoded straight from
+// SQLite's columns is byte for byte what encoding/json writes for the
+// RecordList that ListRecords returns: every column type and odd value,
+// chosen columns, orders, where, cursors, counts, a page the result budget
+// cuts short, a REAL JSON cannot hold, and errors.
+func TestAppendRecordListJSON(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.Open(t, &projectdata.Options{QueryMaxBytes: 4000})
+	_, _, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "Odd", Columns: []projectdata.ColumnDef{
+		{Name: "id", Type: "INTEGER", Primary: true},
+		{Name: "zeta"}, {Name: "Alpha", Type: "INTEGER"}, {Name: "_under", Type: "REAL"}, {Name: "b9", Type: "NUMERIC"},
+		{Name: "B", Type: "BOOLEAN"}, {Name: "when_at", Type: "DATETIME"}, {Name: "a_b"},
+	}})
+	is.NoErr(err)
+	raw := pdtest.Raw(t, dir, "acme")
+	for i, v := range oddValues {
+		pdtest.Exec(t, raw, fmt.Sprintf(`INSERT INTO Odd VALUES (%d, %[2]s, %[2]s, %[2]s, %[2]s, %[2]s, %[2]s, %[2]s)`, i+1, v))
+	}
+	pdtest.Exec(t, raw, `INSERT INTO Odd (id, _under, zeta) VALUES (2000, 1e999, 'inf'), (2001, -1e999, '-inf')`)
+	pdtest.Exec(t, raw, `UPDATE _pd_row_counts SET row_count = (SELECT count(*) FROM Odd)`)
+
+	next := func(l projectdata.RecordList) projectdata.Cursor { return l.NextCursor }
+	cases := map[string]projectdata.ListOptions{
+		"defaults":               {},
+		"a page of 5":            {Limit: 5},
+		"offset":                 {Limit: 7, Offset: 9},
+		"count none":             {Limit: 3, Count: projectdata.CountNone},
+		"columns chosen":         {Columns: []string{"zeta", "id", "_under"}, Limit: 40},
+		"one column":             {Columns: []string{"a_b"}},
+		"ordered down":           {Order: "-zeta,Alpha", Limit: 8},
+		"where":                  {Where: projectdata.Where{{Column: "Alpha", Op: projectdata.WhereGt, Value: 0}}, Limit: 4},
+		"where none":             {Where: projectdata.Where{{Column: "id", Op: projectdata.WhereEq, Value: -5}}},
+		"budget cuts it":         {Limit: 1000}, // QueryMaxBytes 4000: Truncated
+		"the last rows":          {Limit: 10, Offset: 30},
+		"order the key up":       {Order: "id", Limit: 2},
+		"REALs JSON cannot hold": {Where: projectdata.Where{{Column: "id", Op: projectdata.WhereGe, Value: 2000}}},
+	}
+	list, err := s.ListRecords(ctx, "acme", "odd", cases["budget cuts it"])
+	is.NoErr(err)
+	is.True(list.Truncated) // the case is what it says
+	for name, opts := range cases {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			for page := 0; page < 3; page++ {
+				list, err := s.ListRecords(ctx, "acme", "odd", opts)
+				is.NoErr(err)
+				want, err := json.Marshal(list)
+				is.NoErr(err)
+				got, err := s.AppendRecordListJSON(ctx, []byte("prefix:"), "acme", "odd", opts)
+				is.NoErr(err)
+				is.Equal(string(got), "prefix:"+string(want)) // same bytes as encoding/json
+				if next(list) == "" || opts.Offset > 0 {
+					break
+				}
+				opts.After = next(list) // and the pages after it
+			}
+		})
+	}
+
+	t.Run("a REAL JSON cannot hold is text, as in the Row", func(t *testing.T) {
+		is := is.New(t)
+		got, err := s.AppendRecordListJSON(ctx, nil, "acme", "odd", cases["REALs JSON cannot hold"])
+		is.NoErr(err)
+		is.True(strings.Contains(string(got), `{"Alpha":null,"B":null,"_under":"Inf","a_b":null,"b9":null,"id":2000,"when_at":null,"zeta":"inf"}`))
+	})
+
+	t.Run("errors are ListRecords'", func(t *testing.T) {
+		is := is.New(t)
+		for _, opts := range []projectdata.ListOptions{{Order: "nope"}, {Columns: []string{"id", "id"}}, {After: "garbage"}, {Offset: -1}} {
+			_, want := s.ListRecords(ctx, "acme", "odd", opts)
+			got, err := s.AppendRecordListJSON(ctx, []byte("prefix:"), "acme", "odd", opts)
+			is.Equal(projectdata.ErrorCode(err), projectdata.ErrorCode(want))
+			is.True(err != nil)
+			is.Equal(string(got), "prefix:")
+		}
+		_, err := s.AppendRecordListJSON(ctx, nil, "acme", "nope", projectdata.ListOptions{})
+		pdtest.Code(t, err, projectdata.ErrTableNotFound)
 	})
 }
