@@ -306,13 +306,24 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 		shape *insertShape
 		pos   []int // for each column, its argument in shape's rows, or -1
 	)
+	first := 0 // the first row of the record being encoded
 	for r, sh := range pl.shapes {
 		if sh != shape {
 			shape, pos = sh, k.positions(sh)
 		}
 		args := pl.args[pl.starts[r]:pl.starts[r+1]]
-		if r > 0 {
-			b = append(b, ',')
+		if r > first {
+			if len(b) >= maxChangeRecordBytes {
+				// The rows so far are a record of their own: one record
+				// of an insert of large rows would take SQLite's memory.
+				b = append(b, "]}"...)
+				if err := c.appendChange(changeRecord{table: t.Name, op: ChangeInsert, count: r - first, data: b}); err != nil {
+					return err
+				}
+				b, first = append(b[:0], k.head...), r
+			} else {
+				b = append(b, ',')
+			}
 		}
 		b = append(b, '[')
 		for i, col := range t.columns {
@@ -330,11 +341,15 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 		}
 		b = append(b, ']')
 	}
-	k.rowSize = (len(b)-len(k.head))/len(ids) + 1
+	k.rowSize = (len(b)-len(k.head))/(len(ids)-first) + 1
 	b = append(b, "]}"...)
 	k.keep(b)
-	return c.appendChange(changeRecord{table: t.Name, op: ChangeInsert, count: len(ids), data: b})
+	return c.appendChange(changeRecord{table: t.Name, op: ChangeInsert, count: len(ids) - first, data: b})
 }
+
+// maxChangeRecordBytes is the size past which the row images of an insert
+// go on in another record.
+const maxChangeRecordBytes = 4 << 20
 
 // imageCache is what the writer keeps from one insert to the next to
 // encode its row images without allocating: the last record's buffer and,

@@ -3,6 +3,8 @@ package projectdata
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,4 +169,50 @@ func TestPruningWithNothingDueTakesNoWriter(t *testing.T) {
 		return err // ErrServerBusy if it had waited for the writer
 	})
 	is.NoErr(err)
+}
+
+// TestLargeInsertsLogSeveralRecords: the row images of an insert past
+// maxChangeRecordBytes go on in further records (one record of a large
+// insert took SQLite's memory), and the feed delivers every row once, in
+// order, with its image.
+func TestLargeInsertsLogSeveralRecords(t *testing.T) {
+	is := is.New(t)
+	s := itemsStore(t, nil)
+	ctx := context.Background()
+	big := strings.Repeat("x", maxChangeRecordBytes/3)
+	rows := make([]Row, 8)
+	for i := range rows {
+		rows[i] = Row{"name": big + strconv.Itoa(i), "qty": i}
+	}
+	res, err := s.Insert(ctx, "acme", "items", rows)
+	is.NoErr(err)
+	var records int
+	is.NoErr(s.withProject(ctx, "acme", "", func(p *project) error {
+		return p.read(ctx, func(c *conn) error {
+			_, err := c.queryRow(`SELECT count(*) FROM _pd_changes WHERE op = 'insert'`, nil, func(st *sqlite3.Stmt) error {
+				records = st.ColumnInt(0)
+				return nil
+			})
+			return err
+		})
+	}))
+	is.True(records > 1) // split
+	is.True(records < 8) // by size, not row by row
+	seen := 0
+	page, err := s.ListChanges(ctx, "acme", ChangeQuery{Limit: 100})
+	is.NoErr(err)
+	var last int64
+	for _, ch := range page.Changes {
+		if ch.Op != ChangeInsert {
+			continue // the table's creation
+		}
+		if seen > 0 {
+			is.Equal(ch.ID, last+1) // no gap between records
+		}
+		last = ch.ID
+		is.Equal(ch.Key, res.InsertedIDs[seen])
+		is.Equal(ch.Row["name"], big+strconv.Itoa(seen))
+		seen++
+	}
+	is.Equal(seen, 8)
 }

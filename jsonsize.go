@@ -20,6 +20,9 @@ func encodedSize(key string, v any) int {
 	case string:
 		return n + jsonStringSize(x)
 	case []byte:
+		if x == nil {
+			return n + 4 // null, as encoding/json writes a nil slice (an empty blob)
+		}
 		return n + (len(x)+2)/3*4 + 2
 	case int64:
 		return n + len(strconv.AppendInt(nil, x, 10))

@@ -2,7 +2,6 @@ package projectdata
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"iter"
 	"slices"
@@ -95,7 +94,7 @@ func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOp
 //
 // Errors: as ListRecords.
 func (s *Store) AppendRecordListJSON(ctx context.Context, dst []byte, slug, table string, opts ListOptions) ([]byte, error) {
-	enc := &listJSON{buf: dst}
+	enc := &jsonRows{buf: dst}
 	list, err := s.listRecords(ctx, slug, table, opts, enc)
 	if err != nil {
 		return dst, err
@@ -119,17 +118,9 @@ func (s *Store) AppendRecordListJSON(ctx context.Context, dst []byte, slug, tabl
 	return append(out, '}'), nil
 }
 
-// listJSON is where runList encodes the rows of a page, instead of
-// building them: buf holds `{"table":…,"rows":[` and the rows so far.
-type listJSON struct {
-	start int // where the page's JSON starts in buf
-	buf   []byte
-	rows  int
-}
-
 // listRecords is ListRecords, with the rows encoded into enc when it is
 // not nil (the list's Rows then stay empty).
-func (s *Store) listRecords(ctx context.Context, slug, table string, opts ListOptions, enc *listJSON) (RecordList, error) {
+func (s *Store) listRecords(ctx context.Context, slug, table string, opts ListOptions, enc *jsonRows) (RecordList, error) {
 	if enc != nil {
 		enc.start = len(enc.buf)
 	}
@@ -465,7 +456,7 @@ const listHintBudget = 100 * time.Millisecond
 // runList reads the page and the count on the reader c, under the execution
 // budget; readSchema runs it in one read transaction, so the count and the
 // page agree.
-func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl *listPlan, opts ListOptions, after []any, enc *listJSON) (list RecordList, err error) {
+func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl *listPlan, opts ListOptions, after []any, enc *jsonRows) (list RecordList, err error) {
 	list = RecordList{Table: pl.t.Name, Rows: []Row{}, Limit: opts.Limit, Offset: opts.Offset}
 	budget, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
 	defer cancel()
@@ -484,9 +475,12 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 	last := make([]any, len(pl.order))
 	more := false
 	stop := errors.New("stop")
-	var keys rowKeys // the JSON keys of the returned columns, when enc is set
+	var ( // the JSON keys of the returned columns, when enc is set
+		keys  rowKeys
+		names []string
+	)
 	if enc != nil {
-		keys = pl.rowKeys()
+		keys, names = pl.rowKeys()
 	}
 	rows := 0
 	read := func(st *sqlite3.Stmt) error {
@@ -496,8 +490,7 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 		}
 		var (
 			row     Row
-			rowSize int // the row's JSON, without its opening brace
-			start   int // where the row starts in enc.buf
+			rowSize int // as encodedSize counts the row's values and keys
 		)
 		if enc == nil {
 			row = make(Row, pl.out)
@@ -507,27 +500,11 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 				row[col.Name] = v
 			}
 		} else {
-			start = len(enc.buf)
-			if rows > 0 {
-				enc.buf = append(enc.buf, ',')
-			}
-			at := len(enc.buf)
-			var ok bool
-			if enc.buf, ok = keys.appendRow(enc.buf, st); !ok {
-				// A REAL JSON cannot hold: as the Row of the other path
-				// holds it (columnValue makes it text).
-				row = make(Row, pl.out)
-				for i, col := range pl.sel[:pl.out] {
-					row[col.Name] = columnValue(st, i)
-				}
-				b, _ := json.Marshal(row) // columnValue's values always encode
-				enc.buf = append(enc.buf, b...)
-			}
-			rowSize = len(enc.buf) - at - 1
+			rowSize = enc.appendRow(&keys, st, names) - 2 // the Row's count, without the braces' 2 bytes encodedSize leaves out
 		}
 		if size+rowSize > maxBytes {
 			if enc != nil {
-				enc.buf = enc.buf[:start]
+				enc.dropRow(rowSize + 2)
 			}
 			if rows == 0 {
 				return errorf(ErrQueryResultTooLarge, "a row of table %q takes more than the result budget of %d bytes; select fewer columns", pl.t.Name, maxBytes)
@@ -573,11 +550,12 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 
 // rowKeys returns the JSON keys of the returned columns: the table's own
 // when they are all of its columns in their order.
-func (pl *listPlan) rowKeys() rowKeys {
+func (pl *listPlan) rowKeys() (rowKeys, []string) {
+	names := columnNames(pl.sel[:pl.out])
 	if pl.out == len(pl.t.columns) && slices.Equal(pl.sel[:pl.out], pl.t.columns) {
-		return pl.t.keys
+		return pl.t.keys, names
 	}
-	return newRowKeys(pl.sel[:pl.out])
+	return newRowKeys(names), names
 }
 
 // listCount counts the rows the plan's where matches: the kept count when

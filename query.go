@@ -173,6 +173,48 @@ type QueryResult struct {
 // ErrInvalidRequest (no statement, bad SQL, parameters that do not match),
 // ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) Query(ctx context.Context, slug string, req QueryRequest) (QueryResult, error) {
+	return s.query(ctx, slug, req, nil)
+}
+
+// AppendQueryJSON appends the result Query returns to dst as JSON: the
+// same bytes as json.Marshal of that QueryResult, with its rows encoded
+// straight from SQLite's columns, building no Row. On error dst is
+// returned as it was.
+//
+// Errors: as Query.
+func (s *Store) AppendQueryJSON(ctx context.Context, dst []byte, slug string, req QueryRequest) ([]byte, error) {
+	enc := &jsonRows{start: len(dst), buf: dst}
+	res, err := s.query(ctx, slug, req, enc)
+	if err != nil {
+		return dst, err
+	}
+	out := append(enc.buf, `],"row_count":`...)
+	out = strconv.AppendInt(out, int64(res.RowCount), 10)
+	out = append(out, `,"limit":`...)
+	out = strconv.AppendInt(out, int64(res.Limit), 10)
+	out = append(out, `,"duration_ms":`...)
+	out, _ = appendJSONFloat(out, res.DurationMS) // finite
+	out = append(out, `,"columns":`...)
+	if res.Columns == nil {
+		out = append(out, "null"...)
+	} else {
+		out = append(out, '[')
+		for i, name := range res.Columns {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = appendHTMLSafeString(out, name)
+		}
+		out = append(out, ']')
+	}
+	out = append(out, `,"truncated":`...)
+	out = strconv.AppendBool(out, res.Truncated)
+	return append(out, '}'), nil
+}
+
+// query is Query, with the rows encoded into enc when it is not nil (the
+// result's Rows then stay empty).
+func (s *Store) query(ctx context.Context, slug string, req QueryRequest, enc *jsonRows) (QueryResult, error) {
 	var res QueryResult
 	err := s.withProject(ctx, slug, OpQuery, func(p *project) error {
 		if strings.TrimSpace(req.SQL) == "" {
@@ -189,7 +231,7 @@ func (s *Store) Query(ctx context.Context, slug string, req QueryRequest) (Query
 		start := time.Now()
 		err := p.readSchema(ctx, func(c *conn, sc *schema) error {
 			var err error
-			res, err = s.runQuery(ctx, c, sc, req, limit)
+			res, err = s.runQuery(ctx, c, sc, req, limit, enc)
 			return err
 		})
 		res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
@@ -289,10 +331,10 @@ func (sb *sandbox) err() error {
 // needs more runs once more within Options.QueryMaxMemory, reserved from
 // Options.MaxSQLiteMemory, and its reader is then closed, not pooled, so
 // that the memory goes back.
-func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequest, limit int) (QueryResult, error) {
+func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequest, limit int, enc *jsonRows) (QueryResult, error) {
 	budget, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
 	defer cancel()
-	q := &queryRun{s: s, ctx: ctx, budget: budget, c: c, sc: sc, req: req, limit: limit}
+	q := &queryRun{s: s, ctx: ctx, budget: budget, c: c, sc: sc, req: req, limit: limit, enc: enc}
 	usual := min(usualQueryHeap, s.opts.QueryMaxMemory)
 	res, err := q.run(usual)
 	if !errors.Is(err, errQueryHeap) {
@@ -326,6 +368,7 @@ type queryRun struct {
 	req    QueryRequest
 	limit  int
 
+	enc      *jsonRows     // where the rows are encoded, instead of res.Rows; nil: built
 	prepared time.Duration // how long preparation took
 	// hintBudget bounds the EXPLAIN work of the budget error's hint. Zero: a
 	// tenth of Options.QueryTimeout, for SQL from the caller.
@@ -405,29 +448,39 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 	res.Limit = q.limit
 	res.Columns = resultColumns(st)
 	res.Rows = []Row{}
+	var keys rowKeys
+	if q.enc != nil {
+		q.enc.buf = append(q.enc.buf[:q.enc.start], `{"rows":[`...) // afresh: run may run again
+		q.enc.rows = 0
+		keys = newRowKeys(res.Columns)
+	}
 	size := 0
 	for st.Step() {
-		if len(res.Rows) == q.limit {
+		if res.RowCount == q.limit {
 			res.Truncated = true
 			break
 		}
-		row := make(Row, len(res.Columns))
-		size += 2 // the row's braces or the comma before it
-		for i, name := range res.Columns {
-			v := columnValue(st, i)
-			size += encodedSize(name, v)
-			row[name] = v
+		if q.enc != nil {
+			size += q.enc.appendRow(&keys, st, res.Columns)
+		} else {
+			row := make(Row, len(res.Columns))
+			size += 2 // the row's braces or the comma before it
+			for i, name := range res.Columns {
+				v := columnValue(st, i)
+				size += encodedSize(name, v)
+				row[name] = v
+			}
+			res.Rows = append(res.Rows, row)
 		}
 		if size > maxBytes {
 			return res, errorf(ErrQueryResultTooLarge, "the result exceeds %d bytes of JSON; select fewer columns or rows", maxBytes)
 		}
-		res.Rows = append(res.Rows, row)
+		res.RowCount++
 	}
 	if err := st.Err(); err != nil {
 		c.db.SetInterrupt(old)
 		return res, q.stepError(sb, err)
 	}
-	res.RowCount = len(res.Rows)
 	return res, nil
 }
 

@@ -31,29 +31,69 @@ type rowKeys struct {
 
 // prepareRowKeys fills t.keys once the table's columns and key are known.
 func (t *tableInfo) prepareRowKeys() {
-	t.keys = newRowKeys(t.columns)
+	t.keys = newRowKeys(columnNames(t.columns))
 	if t.pk != nil {
 		t.keys.byKey = selectSQL(t, ` WHERE `, t.pk.quoted, ` = ?`)
 	}
 }
 
 // newRowKeys returns the JSON keys of rows whose statement columns are
-// cols, in that order.
-func newRowKeys(cols []*columnInfo) rowKeys {
-	k := rowKeys{order: make([]int, len(cols))}
+// named names (no name twice), in that order.
+func newRowKeys(names []string) rowKeys {
+	k := rowKeys{order: make([]int, len(names))}
 	for i := range k.order {
 		k.order[i] = i
 	}
-	slices.SortFunc(k.order, func(a, b int) int { return strings.Compare(cols[a].Name, cols[b].Name) })
+	slices.SortFunc(k.order, func(a, b int) int { return strings.Compare(names[a], names[b]) })
 	for i, pos := range k.order {
 		var p []byte
 		if i > 0 {
 			p = append(p, ',')
 		}
-		p = appendHTMLSafeString(p, cols[pos].Name)
+		p = appendHTMLSafeString(p, names[pos])
 		k.prefix = append(k.prefix, append(p, ':'))
 	}
 	return k
+}
+
+// jsonRows is where a read encodes its rows as JSON, instead of building
+// them: buf[:start] is the caller's, then the result's JSON so far.
+type jsonRows struct {
+	start int
+	buf   []byte
+	rows  int // rows encoded
+}
+
+// appendRow appends the current row of st as the next element of a JSON
+// array of rows, keyed by k, and returns what the row counts against the
+// result budget: its JSON and one byte more, as encodedSize counts a Row
+// (`"key":value` and a comma or brace each). A row holding a REAL that JSON
+// cannot hold is encoded as its Row is (the REAL as text: columnValue).
+func (r *jsonRows) appendRow(k *rowKeys, st *sqlite3.Stmt, names []string) int {
+	if r.rows > 0 {
+		r.buf = append(r.buf, ',')
+	}
+	at := len(r.buf)
+	var ok bool
+	if r.buf, ok = k.appendRow(r.buf, st); !ok {
+		row := make(Row, len(names))
+		for i, name := range names {
+			row[name] = columnValue(st, i)
+		}
+		b, _ := json.Marshal(row) // columnValue's values always encode
+		r.buf = append(r.buf, b...)
+	}
+	r.rows++
+	return len(r.buf) - at + 1
+}
+
+// dropRow removes the row appendRow appended last, of size bytes.
+func (r *jsonRows) dropRow(size int) {
+	r.rows--
+	r.buf = r.buf[:len(r.buf)-(size-1)]
+	if r.rows > 0 {
+		r.buf = r.buf[:len(r.buf)-1] // its comma
+	}
 }
 
 // appendRowJSON appends the current row of a statement made by selectSQL

@@ -3,6 +3,7 @@ package projectdata_test
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -163,4 +164,58 @@ func TestAppendRecordListJSON(t *testing.T) {
 		_, err := s.AppendRecordListJSON(ctx, nil, "acme", "nope", projectdata.ListOptions{})
 		pdtest.Code(t, err, projectdata.ErrTableNotFound)
 	})
+}
+
+// TestAppendQueryJSON shows that a query result encoded straight from
+// SQLite's columns is byte for byte what encoding/json writes for the
+// QueryResult that Query returns (the duration aside, which differs from
+// run to run), and that errors are Query's.
+func TestAppendQueryJSON(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.Open(t, &projectdata.Options{QueryMaxBytes: 3000})
+	_, _, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "Odd", Columns: []projectdata.ColumnDef{
+		{Name: "id", Type: "INTEGER", Primary: true},
+		{Name: "zeta"}, {Name: "Alpha", Type: "INTEGER"}, {Name: "_under", Type: "REAL"}, {Name: "b9", Type: "NUMERIC"},
+	}})
+	is.NoErr(err)
+	raw := pdtest.Raw(t, dir, "acme")
+	for i, v := range oddValues {
+		pdtest.Exec(t, raw, fmt.Sprintf(`INSERT INTO Odd VALUES (%d, %[2]s, %[2]s, %[2]s, %[2]s)`, i+1, v))
+	}
+	pdtest.Exec(t, raw, `INSERT INTO Odd (id, _under, zeta) VALUES (2000, 1e999, 'inf'), (2001, -1e999, '-inf')`)
+	duration := regexp.MustCompile(`"duration_ms":[-+.0-9e]+`)
+	for _, req := range []projectdata.QueryRequest{
+		{SQL: "SELECT * FROM Odd WHERE id < 20"},
+		{SQL: "SELECT * FROM Odd WHERE id >= 20 AND id < 40"},
+		{SQL: "SELECT * FROM Odd WHERE id >= 2000"},
+		{SQL: "SELECT id, zeta AS \"<k>\", id, Alpha * 2 FROM Odd WHERE id > ? ORDER BY id DESC", Args: []any{10}},
+		{SQL: "SELECT id FROM Odd", Limit: 5},
+		{SQL: "SELECT id FROM Odd WHERE id < 0"},
+		{SQL: "SELECT count(*) AS n, group_concat(zeta) FROM Odd WHERE id < :top", Named: map[string]any{"top": 5}},
+		{SQL: "EXPLAIN QUERY PLAN SELECT * FROM Odd WHERE id = 1"},
+	} {
+		res, err := s.Query(ctx, "acme", req)
+		is.NoErr(err)
+		want, err := json.Marshal(res)
+		is.NoErr(err)
+		got, err := s.AppendQueryJSON(ctx, []byte("prefix:"), "acme", req)
+		is.NoErr(err)
+		is.Equal(duration.ReplaceAllString(string(got), `"duration_ms":0`), "prefix:"+duration.ReplaceAllString(string(want), `"duration_ms":0`)) // same bytes as encoding/json
+	}
+
+	for _, req := range []projectdata.QueryRequest{
+		{SQL: "SELECT printf('%.*c', 500, 'x') FROM Odd"}, // past QueryMaxBytes
+		{SQL: "SELECT * FROM _pd_tokens"},
+		{SQL: "DELETE FROM Odd"},
+		{SQL: "SELECT ?"},
+	} {
+		_, want := s.Query(ctx, "acme", req)
+		is.True(want != nil)
+		got, err := s.AppendQueryJSON(ctx, []byte("prefix:"), "acme", req)
+		is.Equal(projectdata.ErrorCode(err), projectdata.ErrorCode(want))
+		is.Equal(err.Error(), want.Error())
+		is.Equal(string(got), "prefix:")
+	}
 }
