@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,13 +46,19 @@ func (q *QueryRequest) UnmarshalJSON(b []byte) error {
 	return js.end()
 }
 
+// The refusals of a query body that name no part of it: one value each,
+// not made for every body decoded.
+var (
+	errQueryBodyShape = errorf(ErrInvalidRequest, "the query body must be an object with sql or query, params and limit")
+	errTooManyParams  = errorf(ErrInvalidRequest, "a statement takes at most %d params", maxQueryParams)
+)
+
 // decodeJSONStream reads the query body in one pass. Params are read one
 // by one: a container where a scalar belongs, or more params than SQLite
 // takes, is refused before the rest is read.
 func (q *QueryRequest) decodeJSONStream(js *jsonStream) error {
-	badBody := errorf(ErrInvalidRequest, "the query body must be an object with sql or query, params and limit")
 	var sql, query *string
-	err := js.object(badBody, func(key string) error {
+	err := js.object(errQueryBodyShape, func(key string) error {
 		switch key {
 		case "sql", "query":
 			v, err := js.scalar()
@@ -112,7 +119,6 @@ func (q *QueryRequest) decodeParams(js *jsonStream) error {
 	if err != nil {
 		return err
 	}
-	tooMany := errorf(ErrInvalidRequest, "a statement takes at most %d params", maxQueryParams)
 	scalar := func(name string) (any, error) {
 		v, err := js.scalar()
 		if err == errNotScalar {
@@ -127,7 +133,7 @@ func (q *QueryRequest) decodeParams(js *jsonStream) error {
 		q.Args = []any{}
 		return js.array(func(i int) error {
 			if i >= maxQueryParams {
-				return tooMany
+				return errTooManyParams
 			}
 			v, err := scalar(strconv.Itoa(i + 1))
 			q.Args = append(q.Args, v)
@@ -139,7 +145,7 @@ func (q *QueryRequest) decodeParams(js *jsonStream) error {
 			v, err := scalar(":" + key)
 			q.Named[key] = v
 			if len(q.Named) > maxQueryParams {
-				return tooMany
+				return errTooManyParams
 			}
 			return err
 		})
@@ -396,8 +402,10 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 	if len(q.req.SQL) > q.s.opts.QueryMaxSQLBytes {
 		return res, errorf(ErrInvalidRequest, "the statement is longer than %d bytes", q.s.opts.QueryMaxSQLBytes)
 	}
-	st, cached := c.cachedQuery(q.req.SQL, q.sc)
+	kept, cached := c.cachedQuery(q.req.SQL, q.sc)
+	var st *sqlite3.Stmt
 	if cached {
+		st = kept.st
 		st.ClearBindings()
 		// Kept only when it ran to the end: anything else (an error, the
 		// heap) prepares it afresh next time.
@@ -423,7 +431,7 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		keep := false
 		defer func() {
 			if keep && err == nil && st.Reset() == nil {
-				c.keepQuery(q.req.SQL, q.sc, st)
+				c.keepQuery(q.req.SQL, q.sc, st, res.Columns)
 			} else {
 				st.Close()
 			}
@@ -446,13 +454,25 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 	}
 
 	res.Limit = q.limit
-	res.Columns = resultColumns(st)
+	var keys *rowKeys
+	if cached {
+		// The kept statement's columns and keys, made once; the caller of
+		// Query gets a copy it may change.
+		res.Columns, keys = kept.columns, &kept.keys
+		if q.enc == nil {
+			res.Columns = slices.Clone(res.Columns)
+		}
+	} else {
+		res.Columns = resultColumns(st)
+		if q.enc != nil {
+			k := newRowKeys(res.Columns)
+			keys = &k
+		}
+	}
 	res.Rows = []Row{}
-	var keys rowKeys
 	if q.enc != nil {
 		q.enc.buf = append(q.enc.buf[:q.enc.start], `{"rows":[`...) // afresh: run may run again
 		q.enc.rows = 0
-		keys = newRowKeys(res.Columns)
 	}
 	size := 0
 	for st.Step() {
@@ -461,7 +481,7 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 			break
 		}
 		if q.enc != nil {
-			size += q.enc.appendRow(&keys, st, res.Columns)
+			size += q.enc.appendRow(keys, st, res.Columns)
 		} else {
 			row := make(Row, len(res.Columns))
 			size += 2 // the row's braces or the comma before it

@@ -1,6 +1,10 @@
 package projectdata
 
-import "github.com/ncruces/go-sqlite3"
+import (
+	"slices"
+
+	"github.com/ncruces/go-sqlite3"
+)
 
 // User queries are prepared once per reader connection and kept while the
 // registry they were checked against is current: a repeated query (the
@@ -16,15 +20,18 @@ import "github.com/ncruces/go-sqlite3"
 // maxCachedQueries bounds the user statements one connection keeps.
 const maxCachedQueries = 32
 
-// userStatement is a kept user query and the schema it was checked with.
+// userStatement is a kept user query, the schema it was checked with, and
+// its result's columns (see resultColumns) and their JSON keys.
 type userStatement struct {
-	st *sqlite3.Stmt
-	sc *schema
+	st      *sqlite3.Stmt
+	sc      *schema
+	columns []string
+	keys    rowKeys
 }
 
 // cachedQuery returns the kept statement of sql, if it was checked with sc.
 // A statement kept under another schema is finalized.
-func (c *conn) cachedQuery(sql string, sc *schema) (*sqlite3.Stmt, bool) {
+func (c *conn) cachedQuery(sql string, sc *schema) (*userStatement, bool) {
 	if c.queries == nil {
 		return nil, false
 	}
@@ -36,17 +43,18 @@ func (c *conn) cachedQuery(sql string, sc *schema) (*sqlite3.Stmt, bool) {
 		c.forgetQuery(sql)
 		return nil, false
 	}
-	return u.st, true
+	return u, true
 }
 
-// keepQuery keeps st, a checked statement of sql that ran to its end,
-// finalizing the least recently used beyond maxCachedQueries.
-func (c *conn) keepQuery(sql string, sc *schema, st *sqlite3.Stmt) {
+// keepQuery keeps st, a checked statement of sql that ran to its end, with
+// its result's columns, finalizing the least recently used beyond
+// maxCachedQueries.
+func (c *conn) keepQuery(sql string, sc *schema, st *sqlite3.Stmt, columns []string) {
 	if c.queries == nil {
 		c.queries = newLRU[*userStatement]()
 	}
 	c.forgetQuery(sql)
-	c.queries.add(sql, &userStatement{st: st, sc: sc})
+	c.queries.add(sql, &userStatement{st: st, sc: sc, columns: slices.Clone(columns), keys: newRowKeys(columns)})
 	for _, u := range c.queries.trim(maxCachedQueries, func(*userStatement) bool { return true }) {
 		u.st.Close()
 	}

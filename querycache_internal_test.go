@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -86,6 +87,16 @@ func TestRepeatedQueriesReuseTheirStatement(t *testing.T) {
 	res, err = s.Query(ctx, "acme", QueryRequest{SQL: sql, Args: []any{2}})
 	is.NoErr(err)
 	is.Equal(len(res.Rows), 2)
+
+	res, err = s.Query(ctx, "acme", QueryRequest{SQL: sql, Args: []any{2}}) // the kept statement
+	is.NoErr(err)
+	res.Columns[0] = "changed" // the caller's copy
+	res, err = s.Query(ctx, "acme", QueryRequest{SQL: sql, Args: []any{2}})
+	is.NoErr(err)
+	is.Equal(res.Columns, []string{"n"})
+	got, err := s.AppendQueryJSON(ctx, nil, "acme", QueryRequest{SQL: sql, Args: []any{3}})
+	is.NoErr(err)
+	is.True(strings.HasPrefix(string(got), `{"rows":[{"n":3}],"row_count":1,`))
 }
 
 // TestRefusedQueriesAreNotKept: statements the sandbox refuses, and ones
