@@ -43,7 +43,7 @@ func encodedSize(key string, v any) int {
 }
 
 // jsonStringSize is the size of s as a JSON string, quotes included.
-func jsonStringSize(s string) int {
+func jsonStringSize[S string | []byte](s S) int {
 	n := 2
 	for i := 0; i < len(s); {
 		b := s[i]
@@ -59,7 +59,8 @@ func jsonStringSize(s string) int {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		// A conversion of at most 4 bytes that does not escape: no allocation.
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		switch {
 		case r == utf8.RuneError && size == 1:
 			n += 6 // \ufffd

@@ -489,8 +489,9 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 			return stop
 		}
 		var (
-			row     Row
-			rowSize int // as encodedSize counts the row's values and keys
+			row      Row
+			rowSize  int // as encodedSize counts the row's values and keys
+			appended bool
 		)
 		if enc == nil {
 			row = make(Row, pl.out)
@@ -500,10 +501,11 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 				row[col.Name] = v
 			}
 		} else {
-			rowSize = enc.appendRow(&keys, st, names) - 2 // the Row's count, without the braces' 2 bytes encodedSize leaves out
+			n, ok := enc.appendRow(&keys, st, names, maxBytes-size+2)
+			rowSize, appended = n-2, ok // the Row's count, without the braces' 2 bytes encodedSize leaves out
 		}
 		if size+rowSize > maxBytes {
-			if enc != nil {
+			if appended {
 				enc.dropRow(rowSize + 2)
 			}
 			if rows == 0 {

@@ -76,6 +76,26 @@ func TestListResultBudget(t *testing.T) {
 			t.Fatalf("without the big column: %d rows, truncated %v, err %v", len(l.Rows), l.Truncated, err)
 		}
 	})
+	t.Run("RowsOverTheBudgetAreNotEncoded", func(t *testing.T) {
+		// 2 MiB of '<' is 12 MiB of JSON: over the 4 MiB budget, the row is
+		// refused without its JSON being built.
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, nil)
+		createTable(t, s, "big", projectdata.ColumnDef{Name: "v"})
+		_, err := s.Insert(ctx, "acme", "big", []projectdata.Row{{"v": strings.Repeat("<", 2<<20)}})
+		is.NoErr(err)
+		var err2 error
+		alloc := allocated(func() {
+			_, err2 = s.AppendRecordListJSON(ctx, nil, "acme", "big", projectdata.ListOptions{})
+		})
+		pdtest.Code(t, err2, projectdata.ErrQueryResultTooLarge)
+		is.True(alloc < 8<<20) // not the 12 MiB of the row's JSON
+		alloc = allocated(func() {
+			_, err2 = s.AppendQueryJSON(ctx, nil, "acme", projectdata.QueryRequest{SQL: "SELECT v FROM big"})
+		})
+		pdtest.Code(t, err2, projectdata.ErrQueryResultTooLarge)
+		is.True(alloc < 8<<20)
+	})
 	t.Run("SixtyRowsOf8MB", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("writes 480 MB; the 512 KiB version above runs with -short")

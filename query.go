@@ -481,7 +481,8 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 			break
 		}
 		if q.enc != nil {
-			size += q.enc.appendRow(keys, st, res.Columns)
+			n, _ := q.enc.appendRow(keys, st, res.Columns, maxBytes-size)
+			size += n // past the budget: the error below
 		} else {
 			row := make(Row, len(res.Columns))
 			size += 2 // the row's braces or the comma before it

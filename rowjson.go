@@ -69,7 +69,14 @@ type jsonRows struct {
 // result budget: its JSON and one byte more, as encodedSize counts a Row
 // (`"key":value` and a comma or brace each). A row holding a REAL that JSON
 // cannot hold is encoded as its Row is (the REAL as text: columnValue).
-func (r *jsonRows) appendRow(k *rowKeys, st *sqlite3.Stmt, names []string) int {
+//
+// A large row (its text and blobs past bigRowBytes) that counts more than
+// room is not appended (appended is false): its JSON, up to six times its
+// text, is never built only to be dropped.
+func (r *jsonRows) appendRow(k *rowKeys, st *sqlite3.Stmt, names []string, room int) (size int, appended bool) {
+	if size, big := bigRowSize(k, st); big && size > room {
+		return size, false
+	}
 	if r.rows > 0 {
 		r.buf = append(r.buf, ',')
 	}
@@ -84,7 +91,50 @@ func (r *jsonRows) appendRow(k *rowKeys, st *sqlite3.Stmt, names []string) int {
 		r.buf = append(r.buf, b...)
 	}
 	r.rows++
-	return len(r.buf) - at + 1
+	return len(r.buf) - at + 1, true
+}
+
+// bigRowBytes is the text and blob bytes from which appendRow measures a
+// row before it encodes it.
+const bigRowBytes = 64 << 10
+
+// bigRowSize returns what the current row of st counts against the result
+// budget (as appendRow), measured without encoding it, when its text and
+// blobs take bigRowBytes or more (big); else nothing.
+func bigRowSize(k *rowKeys, st *sqlite3.Stmt) (size int, big bool) {
+	raw := 0
+	for _, pos := range k.order {
+		switch st.ColumnType(pos) {
+		case sqlite3.TEXT:
+			raw += len(st.ColumnRawText(pos))
+		case sqlite3.BLOB:
+			raw += len(st.ColumnRawBlob(pos))
+		}
+	}
+	if raw < bigRowBytes {
+		return 0, false
+	}
+	size = 3 // the braces, and the byte encodedSize adds
+	for i, pos := range k.order {
+		size += len(k.prefix[i])
+		switch st.ColumnType(pos) {
+		case sqlite3.INTEGER:
+			size += len(strconv.AppendInt(make([]byte, 0, 24), st.ColumnInt64(pos), 10))
+		case sqlite3.FLOAT:
+			size += jsonFloatSize(st.ColumnFloat(pos))
+		case sqlite3.TEXT:
+			size += jsonStringSize(st.ColumnRawText(pos))
+		case sqlite3.BLOB:
+			if n := len(st.ColumnRawBlob(pos)); n > 0 {
+				size += (n+2)/3*4 + 2
+			} else {
+				size += 4
+			}
+		default:
+			size += 4
+		}
+	}
+	return size, true
 }
 
 // dropRow removes the row appendRow appended last, of size bytes.

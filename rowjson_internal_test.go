@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/ncruces/go-sqlite3"
@@ -21,6 +22,8 @@ func TestEncodedRowCountsAsItsRow(t *testing.T) {
 		`NULL`, `''`, `'<script>&"\'`, `'a' || char(0, 1, 8, 9, 10, 12, 13, 31, 127) || 'z'`, `char(8232, 8233)`,
 		`'é日本🎉'`, `CAST(x'fffe61c3' AS TEXT)`, `-9223372036854775808`, `-0.0`, `1e21`, `1e-7`, `5e-324`,
 		`x''`, `x'00ff10'`, `1e999`, `-1e999`,
+		// Large rows, which bigRowSize measures before they are encoded.
+		`printf('%.*c', 30000, '<')`, `printf('%.*c', 70000, 'x') || char(8232, 0, 233)`, `randomblob(50000)`,
 	}
 	names := []string{"a", "<b>", "é"}
 	k := newRowKeys(names)
@@ -37,8 +40,16 @@ func TestEncodedRowCountsAsItsRow(t *testing.T) {
 			want += encodedSize(name, columnValue(st, i))
 		}
 		var r jsonRows
-		if got := r.appendRow(&k, st, names); got != want {
-			t.Errorf("%s: the encoded row counts %d, its Row %d (%s)", v, got, want, r.buf)
+		if got, _ := r.appendRow(&k, st, names, math.MaxInt); got != want {
+			t.Errorf("%s: the encoded row counts %d, its Row %d", v, got, want)
+		}
+		if size, big := bigRowSize(&k, st); big {
+			if size != want {
+				t.Errorf("%s: the row measures %d, its Row counts %d", v, size, want)
+			}
+			if _, appended := (&jsonRows{}).appendRow(&k, st, names, want-1); appended {
+				t.Errorf("%s: a large row past the room was encoded", v)
+			}
 		}
 		st.Close()
 	}
