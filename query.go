@@ -430,7 +430,7 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		}
 		keep := false
 		defer func() {
-			if keep && err == nil && st.Reset() == nil {
+			if keep && err == nil && st.Reset() == nil && st.Status(sqlite3.STMTSTATUS_MEMUSED, false) <= maxKeptQueryBytes {
 				c.keepQuery(q.req.SQL, q.sc, st, res.Columns)
 			} else {
 				st.Close()

@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -144,4 +145,24 @@ func TestKeptQueriesFollowTheSchema(t *testing.T) {
 	is.NoErr(err)
 	_, err = s.Query(ctx, "acme", QueryRequest{SQL: sql})
 	is.True(err != nil)
+}
+
+// TestLargeStatementsAreNotKept: a statement holding much of SQLite's
+// memory (a program of thousands of values) is not kept.
+func TestLargeStatementsAreNotKept(t *testing.T) {
+	is := is.New(t)
+	s, p := queryStore(t)
+	ctx := context.Background()
+	var b strings.Builder
+	b.WriteString("SELECT n FROM t WHERE n NOT IN (0")
+	for i := 100; i < 5000; i++ {
+		fmt.Fprintf(&b, ", %d", i)
+	}
+	b.WriteString(")")
+	_, err := s.Query(ctx, "acme", QueryRequest{SQL: b.String()})
+	is.NoErr(err)
+	is.True(!keptQueries(p)[b.String()])
+	_, err = s.Query(ctx, "acme", QueryRequest{SQL: "SELECT n FROM t"})
+	is.NoErr(err)
+	is.True(keptQueries(p)["SELECT n FROM t"]) // a small one is
 }
