@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -285,6 +286,11 @@ func TestStressBoundedResources(t *testing.T) {
 	if n := serverErrors.Load(); n > 0 {
 		t.Errorf("%d answers were 5xx (but 503 with Retry-After)", n)
 	}
+	// The bound on memory with default options (a figure of the
+	// machine's memory, not of its speed).
+	if kb, err := strconv.Atoi(strings.TrimSuffix(rss, " kB")); err == nil && kb > maxStressRSS>>10 {
+		t.Errorf("peak RSS %s, over %d MB", rss, maxStressRSS>>20)
+	}
 	if len(serverLog.errors) > 0 {
 		t.Errorf("the server logged errors:\n%s", strings.Join(serverLog.errors, "\n"))
 	}
@@ -362,6 +368,9 @@ func stressManyCTEs(n int) string {
 
 // procStatus is a field of /proc/PID/status (such as VmHWM, the peak
 // resident memory), where the system tells.
+// maxStressRSS is the most memory the server may take under the attacks.
+const maxStressRSS = 512 << 20
+
 func procStatus(pid int, field string) string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
