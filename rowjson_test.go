@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+	"github.com/ncruces/go-sqlite3"
 
 	"github.com/projectdata/projectdata"
 	"github.com/projectdata/projectdata/internal/pdtest"
@@ -25,13 +26,14 @@ var oddValues = []string{
 	`x''`, `x'00ff10'`, `x'616263'`,
 }
 
-// TestAppendRecordJSON shows that a row encoded straight from SQLite's
-// columns is byte for byte what encoding/json writes for the Record that
-// FindRecord returns, for every column type and odd values, and that the
-// caller's buffer is appended to.
-func TestAppendRecordJSON(t *testing.T) {
+// oddStore returns a Store whose project acme has the table Odd (an
+// INTEGER key and a column of every type), a row of each of oddValues in
+// every column, and the raw connection that wrote them behind the Store's
+// back.
+func oddStore(t *testing.T, opts *projectdata.Options) (*projectdata.Store, *sqlite3.Conn) {
+	t.Helper()
 	is := is.New(t)
-	s, dir := pdtest.Open(t, nil)
+	s, dir := pdtest.Open(t, opts)
 	_, _, err := s.CreateProject(ctx, "acme", "")
 	is.NoErr(err)
 	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "Odd", Columns: []projectdata.ColumnDef{
@@ -43,9 +45,19 @@ func TestAppendRecordJSON(t *testing.T) {
 	raw := pdtest.Raw(t, dir, "acme")
 	for i, v := range oddValues {
 		// Every column holds the value, as SQLite stores it under the
-		// column's affinity; the rows are written behind the Store's back.
+		// column's affinity.
 		pdtest.Exec(t, raw, fmt.Sprintf(`INSERT INTO Odd VALUES (%d, %[2]s, %[2]s, %[2]s, %[2]s, %[2]s, %[2]s, %[2]s)`, i+1, v))
 	}
+	return s, raw
+}
+
+// TestAppendRecordJSON shows that a row encoded straight from SQLite's
+// columns is byte for byte what encoding/json writes for the Record that
+// FindRecord returns, for every column type and odd values, and that the
+// caller's buffer is appended to.
+func TestAppendRecordJSON(t *testing.T) {
+	is := is.New(t)
+	s, raw := oddStore(t, nil)
 	// And one row of mixed values.
 	pdtest.Exec(t, raw, `INSERT INTO Odd VALUES (1000, 'x<y', 7, 2.5, 3, 1, '2026-11-22T10:00:00.000Z', NULL)`)
 	ids := []int{1000}
@@ -91,19 +103,7 @@ func TestAppendRecordJSON(t *testing.T) {
 // cuts short, a REAL JSON cannot hold, and errors.
 func TestAppendRecordListJSON(t *testing.T) {
 	is := is.New(t)
-	s, dir := pdtest.Open(t, &projectdata.Options{QueryMaxBytes: 4000})
-	_, _, err := s.CreateProject(ctx, "acme", "")
-	is.NoErr(err)
-	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "Odd", Columns: []projectdata.ColumnDef{
-		{Name: "id", Type: "INTEGER", Primary: true},
-		{Name: "zeta"}, {Name: "Alpha", Type: "INTEGER"}, {Name: "_under", Type: "REAL"}, {Name: "b9", Type: "NUMERIC"},
-		{Name: "B", Type: "BOOLEAN"}, {Name: "when_at", Type: "DATETIME"}, {Name: "a_b"},
-	}})
-	is.NoErr(err)
-	raw := pdtest.Raw(t, dir, "acme")
-	for i, v := range oddValues {
-		pdtest.Exec(t, raw, fmt.Sprintf(`INSERT INTO Odd VALUES (%d, %[2]s, %[2]s, %[2]s, %[2]s, %[2]s, %[2]s, %[2]s)`, i+1, v))
-	}
+	s, raw := oddStore(t, &projectdata.Options{QueryMaxBytes: 4000})
 	pdtest.Exec(t, raw, `INSERT INTO Odd (id, _under, zeta) VALUES (2000, 1e999, 'inf'), (2001, -1e999, '-inf')`)
 	pdtest.Exec(t, raw, `UPDATE _pd_row_counts SET row_count = (SELECT count(*) FROM Odd)`)
 
@@ -172,18 +172,7 @@ func TestAppendRecordListJSON(t *testing.T) {
 // run to run), and that errors are Query's.
 func TestAppendQueryJSON(t *testing.T) {
 	is := is.New(t)
-	s, dir := pdtest.Open(t, &projectdata.Options{QueryMaxBytes: 3000})
-	_, _, err := s.CreateProject(ctx, "acme", "")
-	is.NoErr(err)
-	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "Odd", Columns: []projectdata.ColumnDef{
-		{Name: "id", Type: "INTEGER", Primary: true},
-		{Name: "zeta"}, {Name: "Alpha", Type: "INTEGER"}, {Name: "_under", Type: "REAL"}, {Name: "b9", Type: "NUMERIC"},
-	}})
-	is.NoErr(err)
-	raw := pdtest.Raw(t, dir, "acme")
-	for i, v := range oddValues {
-		pdtest.Exec(t, raw, fmt.Sprintf(`INSERT INTO Odd VALUES (%d, %[2]s, %[2]s, %[2]s, %[2]s)`, i+1, v))
-	}
+	s, raw := oddStore(t, &projectdata.Options{QueryMaxBytes: 3000})
 	pdtest.Exec(t, raw, `INSERT INTO Odd (id, _under, zeta) VALUES (2000, 1e999, 'inf'), (2001, -1e999, '-inf')`)
 	duration := regexp.MustCompile(`"duration_ms":[-+.0-9e]+`)
 	for _, req := range []projectdata.QueryRequest{
