@@ -156,7 +156,11 @@ func (p *project) runQueued() {
 		for n < len(reqs) && n < p.store.opts.MaxWriteGroup && !reqs[n].alone {
 			n++
 		}
-		p.runGroup(reqs[:n])
+		if n == 1 {
+			p.runSingle(reqs[0])
+		} else {
+			p.runGroup(reqs[:n])
+		}
 		reqs = reqs[n:]
 	}
 }
@@ -188,6 +192,40 @@ func (p *project) runAlone(r *writeRequest) {
 		defer c.db.SetInterrupt(old)
 		return r.fn(c)
 	}()
+}
+
+// runSingle is runGroup for a group of one write: its transaction is its
+// own, so it needs no savepoint (whose journal copies every page the write
+// changes); on error or panic the transaction rolls back.
+func (p *project) runSingle(r *writeRequest) {
+	c := p.writer
+	defer close(r.done)
+	if r.err = r.ctx.Err(); r.err != nil {
+		return
+	}
+	if err := c.exec(`BEGIN IMMEDIATE`); err != nil {
+		r.err = dbError(r.ctx, err)
+		return
+	}
+	committed := false
+	defer func() {
+		if v := recover(); v != nil {
+			r.panicked = v
+		}
+		if !committed && !c.db.GetAutocommit() {
+			c.exec(`ROLLBACK`)
+		}
+	}()
+	// As in a group, a write whose fn finished commits even if its
+	// context ended since.
+	if r.err = r.fn(c); r.err != nil {
+		return
+	}
+	if err := c.exec(`COMMIT`); err != nil {
+		r.err = dbError(r.ctx, err)
+		return
+	}
+	committed = true
 }
 
 // runGroup runs writes in one immediate transaction, each in a savepoint,

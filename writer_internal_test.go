@@ -230,3 +230,38 @@ func (e *endsLater) Err() error {
 }
 
 func (e *endsLater) Done() <-chan struct{} { return nil }
+
+// TestLoneWrites: a write with nobody to share its transaction runs
+// without a savepoint; it commits, or leaves nothing when it fails or
+// panics, and the writer goes on.
+func TestLoneWrites(t *testing.T) {
+	is := is.New(t)
+	w := newWriterTest(t)
+	ctx := context.Background()
+	is.NoErr(w.p.write(ctx, insert("a")))
+	is.Equal(w.commits.Load(), int64(1))
+
+	err := w.p.write(ctx, func(c *conn) error {
+		if err := insert("b")(c); err != nil {
+			return err
+		}
+		return insert("a")(c) // a unique violation: b goes too
+	})
+	is.True(err != nil)
+
+	func() {
+		defer func() { is.Equal(recover(), "bad write") }()
+		w.p.write(ctx, func(c *conn) error {
+			insert("c")(c)
+			panic("bad write")
+		})
+	}()
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	is.Equal(w.p.write(cancelled, insert("d")), context.Canceled)
+
+	is.NoErr(w.p.write(ctx, insert("e")))
+	is.Equal(w.values(t), []string{"a", "e"})
+	is.Equal(w.commits.Load(), int64(2))
+}
