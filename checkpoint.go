@@ -35,6 +35,7 @@ type checkpointer struct {
 	done   chan struct{} // closed when the goroutine has ended
 	inline atomic.Bool   // the writer checkpoints itself (see run)
 	runs   atomic.Int64  // checkpoints completed, for tests
+	open   atomic.Bool   // the checkpointer's connection is open, for tests
 }
 
 // startCheckpointer hooks the writer's commits and starts the goroutine.
@@ -74,7 +75,9 @@ func (p *project) startCheckpointer() error {
 	return nil
 }
 
-// run checkpoints whenever woken, until stopped.
+// run checkpoints whenever woken, until stopped. Its connection is open
+// only while checkpoints are due (they come every thousand pages or so):
+// an idle project holds none, nor its SQLite memory.
 func (k *checkpointer) run(p *project) {
 	defer close(k.done)
 	var c *conn
@@ -97,15 +100,21 @@ func (k *checkpointer) run(p *project) {
 				return
 			}
 			p.store.heap.track(c)
+			k.open.Store(true)
 		}
 		k.mu.Lock()
 		_, _, err := c.db.WALCheckpoint("main", sqlite3.CHECKPOINT_PASSIVE)
 		k.mu.Unlock()
 		if err != nil {
 			p.store.opts.Logger.Warn("checkpoint", "project", p.slug, "err", err)
-			continue
+		} else {
+			k.runs.Add(1)
 		}
-		k.runs.Add(1)
+		if len(k.wake) == 0 { // not due again already
+			c.close()
+			c = nil
+			k.open.Store(false)
+		}
 	}
 }
 

@@ -60,6 +60,7 @@ func TestCheckpointsRunInTheBackground(t *testing.T) {
 	p := fillLog(t, s)
 	waitFor(t, "a background checkpoint", func() bool { return p.ckpt.runs.Load() > 0 })
 	waitFor(t, "the rows in the database file", func() bool { return dbFileSize(t, s) > before+checkpointPages*4096 })
+	waitFor(t, "the checkpointer's connection closed", func() bool { return !p.ckpt.open.Load() }) // idle: none held
 }
 
 // TestCheckpointsFallBackToTheWriter: without its own connection the
