@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/pkg/errors"
@@ -178,7 +177,7 @@ func appendImageHead(b []byte, t *tableInfo) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, col.Name)
+		b = appendHTMLSafeString(b, col.Name)
 	}
 	return append(b, `],"rows":[`...)
 }
@@ -233,54 +232,11 @@ func appendJSONValue(b []byte, v any) []byte {
 		}
 		return b
 	case string:
-		return appendJSONString(b, v)
+		return appendHTMLSafeString(b, v)
 	case []byte:
-		return appendJSONString(b, string(v))
+		return appendHTMLSafeBytes(b, v)
 	}
 	return append(b, "null"...)
-}
-
-// appendJSONString encodes s as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = append(b, s[start:i]...)
-				b = append(b, `\ufffd`...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		i++
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // logInsert logs the rows of an executed insert plan; ids are their keys.
@@ -348,7 +304,8 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 }
 
 // maxChangeRecordBytes is the size past which the row images of an insert
-// go on in another record.
+// or a bulk update go on in another record: one record of large rows
+// would take SQLite's memory.
 const maxChangeRecordBytes = 4 << 20
 
 // imageCache is what the writer keeps from one insert to the next to
@@ -487,8 +444,16 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, setsKey
 			}
 			if op == ChangeDelete {
 				keys = append(keys, row[1])
-			} else {
-				w.add(row[1:])
+				return nil
+			}
+			w.add(row[1:])
+			if len(w.buf) >= maxChangeRecordBytes {
+				// The images so far are a record of their own, as an
+				// insert's (see logInsert).
+				if err := c.appendChange(w.record(ChangeUpdate)); err != nil {
+					return err
+				}
+				w = newImageWriter(t, w.buf)
 			}
 			return nil
 		})
@@ -548,10 +513,10 @@ func logSchemaChanges(c *conn, before *schema) error {
 // shape describes the table's name and columns, for comparing two loads of
 // the registry.
 func (t *tableInfo) shape() string {
-	b := appendJSONString(nil, t.Name)
+	b := appendHTMLSafeString(nil, t.Name)
 	for _, col := range t.columns {
 		b = append(b, '|')
-		b = appendJSONString(b, col.Name)
+		b = appendHTMLSafeString(b, col.Name)
 		b = append(b, col.Type...)
 		b = strconv.AppendBool(b, bool(col.IsNullable))
 		b = strconv.AppendBool(b, bool(col.IsPrimary))

@@ -57,3 +57,41 @@ func TestInsertImagesFollowSchemaChanges(t *testing.T) {
 
 	is.Equal(inserts, 11)
 }
+
+// TestImagesKeepOddValues: row images, of inserts and updates, carry every
+// value as stored, whatever it takes to write it in JSON.
+func TestImagesKeepOddValues(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, nil)
+	_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "odd", Columns: []projectdata.ColumnDef{
+		{Name: "text"}, {Name: "real", Type: "REAL"}, {Name: "n", Type: "INTEGER"},
+	}})
+	is.NoErr(err)
+	odd := []string{`"quoted" \back\slash`, "<a href='x'>&amp;</a>", "\x01\b\f\n\r\t\x1f\x7f", "line\u2028sep\u2029", "é日本🎉", ""}
+	var rows []projectdata.Row
+	for i, v := range odd {
+		rows = append(rows, projectdata.Row{"text": v, "real": float64(i) + 0.5, "n": -9223372036854775808 + int64(i)})
+	}
+	res, err := s.Insert(ctx, "acme", "odd", rows)
+	is.NoErr(err)
+	_, err = s.UpdateRecord(ctx, "acme", "odd", res.InsertedIDs[0], projectdata.Row{"text": odd[1] + odd[2], "real": 1e21})
+	is.NoErr(err)
+	seen := 0
+	for _, c := range changesAfter(t, s, 0) {
+		if c.Table != "odd" || c.Row == nil {
+			continue
+		}
+		row, err := s.GetRecord(ctx, "acme", "odd", c.Key)
+		is.NoErr(err)
+		if c.Op == projectdata.ChangeInsert {
+			i := seen
+			is.Equal(c.Row["text"], odd[i])
+			is.Equal(c.Row["real"], float64(i)+0.5)
+			is.Equal(c.Row["n"], int64(-9223372036854775808+int64(i)))
+		} else {
+			is.Equal(c.Row, row) // the update's image is the row now
+		}
+		seen++
+	}
+	is.Equal(seen, len(odd)+1)
+}

@@ -171,11 +171,11 @@ func TestPruningWithNothingDueTakesNoWriter(t *testing.T) {
 	is.NoErr(err)
 }
 
-// TestLargeInsertsLogSeveralRecords: the row images of an insert past
-// maxChangeRecordBytes go on in further records (one record of a large
+// TestLargeWritesLogSeveralRecords: the row images of an insert (or a
+// bulk update) past maxChangeRecordBytes go on in further records (one record of a large
 // insert took SQLite's memory), and the feed delivers every row once, in
 // order, with its image.
-func TestLargeInsertsLogSeveralRecords(t *testing.T) {
+func TestLargeWritesLogSeveralRecords(t *testing.T) {
 	is := is.New(t)
 	s := itemsStore(t, nil)
 	ctx := context.Background()
@@ -215,4 +215,28 @@ func TestLargeInsertsLogSeveralRecords(t *testing.T) {
 		seen++
 	}
 	is.Equal(seen, 8)
+
+	// A bulk update of the same rows: its images are split the same way.
+	_, err = s.UpdateRecords(ctx, "acme", "items", BulkUpdate{Data: Row{"qty": 7}, AllowAll: true})
+	is.NoErr(err)
+	updateRecords := 0
+	is.NoErr(s.withProject(ctx, "acme", "", func(p *project) error {
+		return p.read(ctx, func(c *conn) error {
+			_, err := c.queryRow(`SELECT count(*) FROM _pd_changes WHERE op = 'update'`, nil, func(st *sqlite3.Stmt) error {
+				updateRecords = st.ColumnInt(0)
+				return nil
+			})
+			return err
+		})
+	}))
+	is.True(updateRecords > 1)
+	page, err = s.ListChanges(ctx, "acme", ChangeQuery{After: last, Limit: 100})
+	is.NoErr(err)
+	is.Equal(len(page.Changes), 8)
+	for i, ch := range page.Changes {
+		is.Equal(ch.ID, last+int64(i)+1)
+		is.Equal(ch.Op, ChangeUpdate)
+		is.Equal(ch.Row["qty"], int64(7))
+		is.Equal(ch.Row["name"], big+strconv.Itoa(i))
+	}
 }
