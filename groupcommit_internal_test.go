@@ -3,7 +3,6 @@ package projectdata
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,15 +98,7 @@ func (g *groupTest) queue(t *testing.T, writes []keyed) ([]error, [][]any) {
 			res, errs[i] = g.s.Insert(WithIdempotencyKey(context.Background(), w.key), "acme", "t", []Row{{"v": w.v}})
 			ids[i] = res.InsertedIDs
 		})
-		for { // queue in order
-			g.p.wq.mu.Lock()
-			n := len(g.p.wq.pending)
-			g.p.wq.mu.Unlock()
-			if n == i+1 {
-				break
-			}
-			runtime.Gosched()
-		}
+		waitQueued(g.p, i+1) // queue in order
 	}
 	g.commits.Store(0)
 	<-g.p.wsem

@@ -94,7 +94,7 @@ func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOp
 //
 // Errors: as ListRecords.
 func (s *Store) AppendRecordListJSON(ctx context.Context, dst []byte, slug, table string, opts ListOptions) ([]byte, error) {
-	enc := &jsonRows{buf: dst}
+	enc := &jsonRows{start: len(dst), buf: dst}
 	list, err := s.listRecords(ctx, slug, table, opts, enc)
 	if err != nil {
 		return dst, err
@@ -121,9 +121,6 @@ func (s *Store) AppendRecordListJSON(ctx context.Context, dst []byte, slug, tabl
 // listRecords is ListRecords, with the rows encoded into enc when it is
 // not nil (the list's Rows then stay empty).
 func (s *Store) listRecords(ctx context.Context, slug, table string, opts ListOptions, enc *jsonRows) (RecordList, error) {
-	if enc != nil {
-		enc.start = len(enc.buf)
-	}
 	if opts.Limit == 0 {
 		opts.Limit = defaultListLimit
 	}
@@ -174,10 +171,20 @@ func (s *Store) listRecords(ctx context.Context, slug, table string, opts ListOp
 // stays bounded by one page whatever the table's size. opts.Count is
 // ignored. An error ends the iteration, as the last pair.
 func (s *Store) Rows(ctx context.Context, slug, table string, opts ListOptions) iter.Seq2[Row, error] {
+	return RowsOfPages(opts, func(opts ListOptions) (RecordList, error) {
+		return s.ListRecords(ctx, slug, table, opts)
+	})
+}
+
+// RowsOfPages iterates over the rows of the pages list returns, from the
+// page opts selects on, following each page's NextCursor (opts.Count is
+// ignored): Store.Rows over ListRecords, and the HTTP client's Rows over
+// its own. An error ends the iteration, as the last pair.
+func RowsOfPages(opts ListOptions, list func(ListOptions) (RecordList, error)) iter.Seq2[Row, error] {
 	return func(yield func(Row, error) bool) {
 		opts.Count = CountNone
 		for {
-			page, err := s.ListRecords(ctx, slug, table, opts)
+			page, err := list(opts)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -520,7 +527,11 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 			list.Rows = append(list.Rows, row)
 		}
 		for k, o := range pl.order {
-			last[k] = columnValue(st, o.at)
+			if row != nil && o.at < pl.out {
+				last[k] = row[o.col.Name] // read already
+			} else {
+				last[k] = columnValue(st, o.at)
+			}
 		}
 		return nil
 	}

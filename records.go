@@ -365,7 +365,7 @@ func (pl *insertPlan) run(ctx context.Context, c *conn) ([]any, error) {
 	ids := make([]any, len(pl.shapes))
 	vals := make([]any, 1)
 	scan := func(st *sqlite3.Stmt) error { return st.Columns(vals...) }
-	var top *int64 // the largest key, when no row went in alone since it was read
+	var top largestKey
 	for i := 0; i < len(pl.shapes); i++ {
 		sh := pl.shapes[i]
 		if n := pl.chunkAt(i); n > 0 {
@@ -380,7 +380,7 @@ func (pl *insertPlan) run(ctx context.Context, c *conn) ([]any, error) {
 			// A row of the chunk failed: the statement changed nothing,
 			// and the rows one by one tell which and why.
 		}
-		top = nil
+		top.known = false // a row going in alone may change it
 		args := pl.args[pl.starts[i]:pl.starts[i+1]]
 		var err error
 		if sh.returning {
@@ -435,10 +435,7 @@ func (pl *insertPlan) chunkAt(i int) int {
 // failed statement) and done is false, for the caller to insert the rows
 // one by one, which finds the failing row; unless SQLite rolled the whole
 // transaction back, which is the error.
-//
-// *top is the table's largest key if known (read here if not): after a
-// chunk of assigned rowids, the last of them.
-func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any, top **int64) (done bool, err error) {
+func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any, top *largestKey) (done bool, err error) {
 	sh := pl.shapes[i]
 	// A rowid SQLite assigns (the INTEGER key) is one more than the largest,
 	// so the rows of one statement get consecutive rowids in order, unless
@@ -446,17 +443,16 @@ func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any, top **int64) (done 
 	// ones at random): there, the rows go one by one.
 	rowids := sh.pk < 0 || pl.args[pl.starts[i]+sh.pk] == nil
 	if rowids {
-		if *top == nil {
-			var largest int64
+		if !top.known {
 			if _, err := c.queryRow(`SELECT max(`+pl.t.pk.quoted+`) FROM `+pl.t.quoted, nil, func(st *sqlite3.Stmt) error {
-				largest = st.ColumnInt64(0)
+				top.key = st.ColumnInt64(0)
 				return nil
 			}); err != nil {
 				return false, err
 			}
-			*top = &largest
+			top.known = true
 		}
-		if **top > math.MaxInt64-int64(n) {
+		if top.key > math.MaxInt64-int64(n) {
 			return false, nil
 		}
 	}
@@ -482,11 +478,19 @@ func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any, top **int64) (done 
 		}
 	}
 	if rowids {
-		**top = last
+		top.key = last
 	} else {
-		*top = nil // given keys may be larger
+		top.known = false // given keys may be larger
 	}
 	return true, nil
+}
+
+// largestKey is a table's largest INTEGER key during an insert's run of
+// chunks: read once, then the last rowid a chunk got, until a row goes in
+// alone or with given keys.
+type largestKey struct {
+	key   int64
+	known bool
 }
 
 // rowError explains the failure of row i: which row and, for a constraint,

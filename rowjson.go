@@ -115,11 +115,12 @@ func bigRowSize(k *rowKeys, st *sqlite3.Stmt) (size int, big bool) {
 		return 0, false
 	}
 	size = 3 // the braces, and the byte encodedSize adds
+	var digits [20]byte
 	for i, pos := range k.order {
 		size += len(k.prefix[i])
 		switch st.ColumnType(pos) {
 		case sqlite3.INTEGER:
-			size += len(strconv.AppendInt(make([]byte, 0, 24), st.ColumnInt64(pos), 10))
+			size += len(strconv.AppendInt(digits[:0], st.ColumnInt64(pos), 10))
 		case sqlite3.FLOAT:
 			size += jsonFloatSize(st.ColumnFloat(pos))
 		case sqlite3.TEXT:

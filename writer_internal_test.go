@@ -68,20 +68,25 @@ func (w *writerTest) queued(t *testing.T, ctxs []context.Context, fns []func(c *
 			}()
 			errs[i] = w.p.submit(ctxs[i], fn, alone != nil && alone[i])
 		})
-		for { // queue in order
-			w.p.wq.mu.Lock()
-			n := len(w.p.wq.pending)
-			w.p.wq.mu.Unlock()
-			if n == i+1 {
-				break
-			}
-			runtime.Gosched()
-		}
+		waitQueued(w.p, i+1) // queue in order
 	}
 	w.commits.Store(0)
 	<-w.p.wsem
 	wg.Wait()
 	return errs
+}
+
+// waitQueued waits until n writes wait in p's queue.
+func waitQueued(p *project, n int) {
+	for {
+		p.wq.mu.Lock()
+		queued := len(p.wq.pending)
+		p.wq.mu.Unlock()
+		if queued == n {
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 // values returns the v of every row of t, in id order.

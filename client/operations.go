@@ -228,25 +228,9 @@ func (c *Client) ListRecords(ctx context.Context, slug, table string, opts pd.Li
 // stays bounded by one page whatever the table's size. opts.Count is
 // ignored. An error ends the iteration, as the last pair.
 func (c *Client) Rows(ctx context.Context, slug, table string, opts pd.ListOptions) iter.Seq2[pd.Row, error] {
-	return func(yield func(pd.Row, error) bool) {
-		opts.Count = pd.CountNone
-		for {
-			page, err := c.ListRecords(ctx, slug, table, opts)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, row := range page.Rows {
-				if !yield(row, nil) {
-					return
-				}
-			}
-			if page.NextCursor == "" {
-				return
-			}
-			opts.After, opts.Offset = page.NextCursor, 0
-		}
-	}
+	return pd.RowsOfPages(opts, func(opts pd.ListOptions) (pd.RecordList, error) {
+		return c.ListRecords(ctx, slug, table, opts)
+	})
 }
 
 // GetRecord returns the row with primary key id.

@@ -175,18 +175,20 @@ func appendEnvelope(buf *bytes.Buffer, env *envelope) error {
 	} else if err := appendJSON(buf, env.Error); err != nil {
 		return err
 	}
-	for _, f := range [...]struct{ name, value string }{
-		{`,"request_id":`, env.RequestID},
+	buf.WriteString(`,"request_id":`)
+	if err := appendJSON(buf, env.RequestID); err != nil {
+		return err
+	}
+	for _, f := range [...]struct{ name, value string }{ // omitempty
 		{`,"operation_key":`, env.OperationKey},
 		{`,"operation_run_id":`, env.OperationRunID},
 		{`,"operation_grouping_status":`, env.OperationGroupingStatus},
 	} {
-		if f.value == "" && f.name != `,"request_id":` { // omitempty
-			continue
-		}
-		buf.WriteString(f.name)
-		if err := appendJSON(buf, f.value); err != nil {
-			return err
+		if f.value != "" {
+			buf.WriteString(f.name)
+			if err := appendJSON(buf, f.value); err != nil {
+				return err
+			}
 		}
 	}
 	buf.WriteString(`,"meta":{"generated_at":`)
