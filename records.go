@@ -125,17 +125,25 @@ type BulkResult struct {
 // ErrPermissionDenied. Messages name the index of the failing row (0-based:
 // "row 2: …") and, where known, its column and value.
 func (s *Store) Insert(ctx context.Context, slug, table string, rows []Row) (InsertResult, error) {
+	return s.insert(ctx, slug, table, len(rows), rows, func(t *tableInfo) (*insertPlan, error) {
+		return planInsert(t, rows)
+	})
+}
+
+// insert inserts n rows (see Insert): rows is what idempotency
+// fingerprints, planInsert checks and plans them for a table.
+func (s *Store) insert(ctx context.Context, slug, table string, n int, rows any, planInsert func(t *tableInfo) (*insertPlan, error)) (InsertResult, error) {
 	var res InsertResult
 	err := s.withWrite(ctx, slug, writeCall{op: OpInsertRecords, args: []any{table, rows}, results: []any{&res}}, func(ctx context.Context, p *project) error {
-		if len(rows) > s.opts.MaxInsertRows {
-			return errorf(ErrTooManyRows, "an insert takes at most %d rows; %d were given", s.opts.MaxInsertRows, len(rows))
+		if n > s.opts.MaxInsertRows {
+			return errorf(ErrTooManyRows, "an insert takes at most %d rows; %d were given", s.opts.MaxInsertRows, n)
 		}
 		// Checking the rows against a cached registry before taking the
 		// writer lets one insert's checks overlap another's SQLite work;
 		// the plan is used only if the registry is still the same there.
 		var early *insertPlan
 		if t := p.cachedTable(table); t != nil {
-			early, _ = planInsert(t, rows)
+			early, _ = planInsert(t)
 		}
 		return p.write(ctx, func(c *conn) error {
 			t, err := p.tableFor(c, table)
@@ -144,7 +152,7 @@ func (s *Store) Insert(ctx context.Context, slug, table string, rows []Row) (Ins
 			}
 			plan := early
 			if plan == nil || plan.t != t {
-				if plan, err = planInsert(t, rows); err != nil {
+				if plan, err = planInsert(t); err != nil {
 					return err
 				}
 			}
@@ -214,14 +222,23 @@ func (t *tableInfo) rowValues(row Row, buf []colValue) ([]colValue, error) {
 		if err != nil {
 			return nil, errors.WithMessagef(err, "column %q", col.Name)
 		}
-		// Insertion sort: rows have few keys.
-		buf = append(buf, colValue{col, x})
-		for j := len(buf) - 1; j > start && buf[j].col.ID <= buf[j-1].col.ID; j-- {
-			if buf[j].col == buf[j-1].col {
-				return nil, errorf(ErrInvalidRequest, "column %q is given twice", col.Name)
-			}
-			buf[j], buf[j-1] = buf[j-1], buf[j]
+		if buf, err = addColValue(buf, start, colValue{col, x}); err != nil {
+			return nil, err
 		}
+	}
+	return buf, nil
+}
+
+// addColValue adds cv to the row's values buf[start:], kept ordered by
+// column id; a column given twice is ErrInvalidRequest.
+func addColValue(buf []colValue, start int, cv colValue) ([]colValue, error) {
+	// Insertion sort: rows have few keys.
+	buf = append(buf, cv)
+	for j := len(buf) - 1; j > start && buf[j].col.ID <= buf[j-1].col.ID; j-- {
+		if buf[j].col == buf[j-1].col {
+			return nil, errorf(ErrInvalidRequest, "column %q is given twice", cv.col.Name)
+		}
+		buf[j], buf[j-1] = buf[j-1], buf[j]
 	}
 	return buf, nil
 }
@@ -325,38 +342,57 @@ type insertPlan struct {
 // planInsert checks every row and plans its statement: one statement per
 // distinct set of columns, reused by every row with that set.
 func planInsert(t *tableInfo, rows []Row) (*insertPlan, error) {
-	pl := &insertPlan{t: t, shapes: make([]*insertShape, len(rows)), starts: make([]int, len(rows)+1)}
+	perRow := 0
 	if len(rows) > 0 {
-		pl.args = make([]any, 0, len(rows)*len(rows[0]))
+		perRow = len(rows[0])
 	}
-	bySQL := map[string]*insertShape{}
+	pb := newPlanBuilder(t, len(rows), perRow)
 	var (
-		buf  []colValue
-		prev *insertShape
-		err  error
+		buf []colValue
+		err error
 	)
 	for i, row := range rows {
 		buf, err = t.rowValues(row, buf[:0])
 		if err != nil {
 			return nil, errors.WithMessagef(err, "row %d", i)
 		}
-		sh := prev
-		if sh == nil || !sh.matches(buf) {
-			sh = newInsertShape(t, buf)
-			if known, ok := bySQL[sh.sql]; ok {
-				sh = known
-			} else {
-				bySQL[sh.sql] = sh
-			}
-			prev = sh
-		}
-		pl.shapes[i] = sh
-		for _, cv := range buf {
-			pl.args = append(pl.args, cv.val)
-		}
-		pl.starts[i+1] = len(pl.args)
+		pb.add(i, buf)
 	}
-	return pl, nil
+	return pb.pl, nil
+}
+
+// planBuilder makes an insert plan row by row.
+type planBuilder struct {
+	pl    *insertPlan
+	bySQL map[string]*insertShape
+	prev  *insertShape // the last row's
+}
+
+// newPlanBuilder starts the plan of n rows of t, of about perRow values each.
+func newPlanBuilder(t *tableInfo, n, perRow int) *planBuilder {
+	return &planBuilder{
+		pl:    &insertPlan{t: t, shapes: make([]*insertShape, n), starts: make([]int, n+1), args: make([]any, 0, n*perRow)},
+		bySQL: map[string]*insertShape{},
+	}
+}
+
+// add plans row i, whose checked values are vals (ordered by column id).
+func (pb *planBuilder) add(i int, vals []colValue) {
+	pl, sh := pb.pl, pb.prev
+	if sh == nil || !sh.matches(vals) {
+		sh = newInsertShape(pl.t, vals)
+		if known, ok := pb.bySQL[sh.sql]; ok {
+			sh = known
+		} else {
+			pb.bySQL[sh.sql] = sh
+		}
+		pb.prev = sh
+	}
+	pl.shapes[i] = sh
+	for _, cv := range vals {
+		pl.args = append(pl.args, cv.val)
+	}
+	pl.starts[i+1] = len(pl.args)
 }
 
 // run executes the plan on c, inside the caller's transaction, and returns
