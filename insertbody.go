@@ -31,9 +31,11 @@ type insertBody struct {
 type bodyCell struct {
 	key  int32
 	kind cellKind
-	// A number's text is nums[from:to]; a string's value is str.
+	// A number's text is nums[from:to]; a string's value is str, plain
+	// when it was printable ASCII in the body (so valid UTF-8, no NUL).
 	from, to int32
 	str      string
+	plain    bool
 }
 
 // cellKind is the JSON kind of a cell's value.
@@ -277,11 +279,16 @@ func (js *jsonStream) cellValue(ib *insertBody, c *bodyCell) error {
 	}
 	switch {
 	case ch == '"':
-		v, err := js.text()
+		raw, slow, err := js.quoted()
 		if err != nil {
 			return err
 		}
-		c.kind, c.str = cellString, v
+		c.kind, c.plain = cellString, !slow
+		if slow {
+			c.str, err = unquote(raw)
+			return err
+		}
+		c.str = string(raw[1 : len(raw)-1])
 		return nil
 	case ch == '-' || (ch >= '0' && ch <= '9'):
 		n, err := js.numberText()
@@ -374,32 +381,39 @@ func planBody(t *tableInfo, ib *insertBody) (*insertPlan, error) {
 
 // convertCell is convert for the value of a cell, without making it an
 // interface value first.
-func (t ColumnType) convertCell(ib *insertBody, c *bodyCell) (any, error) {
+func (t ColumnType) convertCell(ib *insertBody, c *bodyCell) (sqlValue, error) {
+	var (
+		x   any
+		err error
+	)
 	switch c.kind {
 	case cellString:
-		return t.convertString(c.str)
+		if t == TypeText && c.plain {
+			return textValue(c.str), nil // printable ASCII: valid, no NUL
+		}
+		x, err = t.convertString(c.str)
 	case cellNumber:
 		num := ib.number(c)
 		switch t {
 		case TypeInteger, TypeNumeric:
 			if n, ok := smallInt(num); ok {
-				return n, nil
+				return intValue(n), nil
 			}
 		case TypeReal:
 			if fewDigits(string(num)) {
 				if f, err := strconv.ParseFloat(string(num), 64); err == nil {
-					return f, nil
+					return realValue(f), nil
 				}
 			}
 		}
 		s := string(num)
-		return t.convertNumber(s, s)
+		x, err = t.convertNumber(s, s)
 	case cellTrue:
-		return t.convert(true)
+		x, err = t.convert(true)
 	case cellFalse:
-		return t.convert(false)
+		x, err = t.convert(false)
 	}
-	return nil, nil
+	return sqlValueOf(x), err
 }
 
 // smallInt parses a number of at most 18 digits and no fraction or

@@ -205,7 +205,7 @@ func (p *project) cachedTable(ref string) *tableInfo {
 // colValue is one column of a row with its converted value.
 type colValue struct {
 	col *columnInfo
-	val any // nil, int64, float64 or string
+	val sqlValue
 }
 
 // rowValues checks a row against t and appends its columns with their
@@ -222,7 +222,7 @@ func (t *tableInfo) rowValues(row Row, buf []colValue) ([]colValue, error) {
 		if err != nil {
 			return nil, errors.WithMessagef(err, "column %q", col.Name)
 		}
-		if buf, err = addColValue(buf, start, colValue{col, x}); err != nil {
+		if buf, err = addColValue(buf, start, colValue{col, sqlValueOf(x)}); err != nil {
 			return nil, err
 		}
 	}
@@ -335,7 +335,7 @@ func (sh *insertShape) matches(vals []colValue) bool {
 type insertPlan struct {
 	t      *tableInfo
 	shapes []*insertShape // by row
-	args   []any          // the converted values, row after row
+	args   []sqlValue     // the converted values, row after row
 	starts []int          // row i's values are args[starts[i]:starts[i+1]]
 }
 
@@ -371,7 +371,7 @@ type planBuilder struct {
 // newPlanBuilder starts the plan of n rows of t, of about perRow values each.
 func newPlanBuilder(t *tableInfo, n, perRow int) *planBuilder {
 	return &planBuilder{
-		pl:    &insertPlan{t: t, shapes: make([]*insertShape, n), starts: make([]int, n+1), args: make([]any, 0, n*perRow)},
+		pl:    &insertPlan{t: t, shapes: make([]*insertShape, n), starts: make([]int, n+1), args: make([]sqlValue, 0, n*perRow)},
 		bySQL: map[string]*insertShape{},
 	}
 }
@@ -420,7 +420,7 @@ func (pl *insertPlan) run(ctx context.Context, c *conn) ([]any, error) {
 		args := pl.args[pl.starts[i]:pl.starts[i+1]]
 		var err error
 		if sh.returning {
-			_, err = c.queryRow(sh.sql, args, scan)
+			_, err = c.queryRow(sh.sql, anys(args), scan)
 			ids[i] = vals[0]
 		} else {
 			// Every parameter is bound for every row: the cached
@@ -429,11 +429,11 @@ func (pl *insertPlan) run(ctx context.Context, c *conn) ([]any, error) {
 			if st, err = c.prepare(sh.sql); err != nil {
 				return nil, err
 			}
-			if err = bindAll(st, args); err == nil {
+			if err = bindValues(st, args); err == nil {
 				err = st.Exec()
 			}
-			if sh.pk >= 0 && args[sh.pk] != nil {
-				ids[i] = args[sh.pk]
+			if sh.pk >= 0 && !args[sh.pk].isNull() {
+				ids[i] = args[sh.pk].any()
 			} else {
 				ids[i] = c.db.LastInsertRowID()
 			}
@@ -454,12 +454,12 @@ func (pl *insertPlan) chunkAt(i int) int {
 	if n < 2 || i+n > len(pl.shapes) {
 		return 0
 	}
-	given := sh.pk >= 0 && pl.args[pl.starts[i]+sh.pk] != nil
+	given := sh.pk >= 0 && !pl.args[pl.starts[i]+sh.pk].isNull()
 	if !given && (pl.t.pk == nil || pl.t.pk.Type != TypeInteger) {
 		return 0 // no rowid key to know (a table's rowid is not its key)
 	}
 	for j := i; j < i+n; j++ {
-		if pl.shapes[j] != sh || (sh.pk >= 0 && (pl.args[pl.starts[j]+sh.pk] != nil) != given) {
+		if pl.shapes[j] != sh || (sh.pk >= 0 && !pl.args[pl.starts[j]+sh.pk].isNull() != given) {
 			return 0
 		}
 	}
@@ -477,7 +477,7 @@ func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any, top *largestKey) (d
 	// so the rows of one statement get consecutive rowids in order, unless
 	// the largest is near the end of the range (SQLite then picks free
 	// ones at random): there, the rows go one by one.
-	rowids := sh.pk < 0 || pl.args[pl.starts[i]+sh.pk] == nil
+	rowids := sh.pk < 0 || pl.args[pl.starts[i]+sh.pk].isNull()
 	if rowids {
 		if !top.known {
 			if _, err := c.queryRow(`SELECT max(`+pl.t.pk.quoted+`) FROM `+pl.t.quoted, nil, func(st *sqlite3.Stmt) error {
@@ -496,7 +496,7 @@ func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any, top *largestKey) (d
 	if err != nil {
 		return false, err
 	}
-	if err := bindAll(st, pl.args[pl.starts[i]:pl.starts[i+n]]); err != nil {
+	if err := bindValues(st, pl.args[pl.starts[i]:pl.starts[i+n]]); err != nil {
 		return false, err
 	}
 	if err := st.Exec(); err != nil {
@@ -510,7 +510,7 @@ func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any, top *largestKey) (d
 		if rowids {
 			ids[i+j] = last - int64(n-1-j)
 		} else {
-			ids[i+j] = pl.args[pl.starts[i+j]+sh.pk]
+			ids[i+j] = pl.args[pl.starts[i+j]+sh.pk].any()
 		}
 	}
 	if rowids {
@@ -540,16 +540,16 @@ func (pl *insertPlan) rowError(ctx context.Context, c *conn, i int, err error) e
 		// The row failed, so a row holding one of its unique values is
 		// the one it collides with (an earlier row of this insert, maybe).
 		for j, col := range sh.cols {
-			if !col.IsUnique || args[j] == nil {
+			if !bool(col.IsUnique) || args[j].isNull() {
 				continue
 			}
 			found := false
-			qerr := c.queryOnce(`SELECT 1 FROM `+pl.t.quoted+` WHERE `+col.quoted+` = ? LIMIT 1`, args[j:j+1], func(*sqlite3.Stmt) error {
+			qerr := c.queryOnce(`SELECT 1 FROM `+pl.t.quoted+` WHERE `+col.quoted+` = ? LIMIT 1`, anys(args[j:j+1]), func(*sqlite3.Stmt) error {
 				found = true
 				return nil
 			})
 			if qerr == nil && found {
-				return errorf(code, "row %d: column %q value %s already exists in table %q", i, col.Name, showValue(args[j]), pl.t.Name)
+				return errorf(code, "row %d: column %q value %s already exists in table %q", i, col.Name, showValue(args[j].any()), pl.t.Name)
 			}
 		}
 	case ErrNotNullViolation:
@@ -557,7 +557,7 @@ func (pl *insertPlan) rowError(ctx context.Context, c *conn, i int, err error) e
 			if col.IsNullable || (col == pl.t.pk && col.Type == TypeInteger) {
 				continue // nullable, or the rowid: NULL assigns one
 			}
-			if j := sh.index(col); (j >= 0 && args[j] == nil) || (j < 0 && col.DefaultValue == nil) {
+			if j := sh.index(col); (j >= 0 && args[j].isNull()) || (j < 0 && col.DefaultValue == nil) {
 				return errorf(code, "row %d: column %q must not be NULL", i, col.Name)
 			}
 		}
@@ -788,7 +788,7 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 			}
 			sql.WriteString(cv.col.quoted)
 			sql.WriteString(" = ?")
-			args[i] = cv.val
+			args[i] = cv.val.any()
 			setsKey = setsKey || cv.col == t.pk
 		}
 		return args, setsKey, nil
