@@ -1,9 +1,11 @@
 package projectdata
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -351,10 +353,17 @@ func planBody(t *tableInfo, ib *insertBody) (*insertPlan, error) {
 		perRow = len(ib.row(0))
 	}
 	pb := newPlanBuilder(t, n, perRow)
-	cols := make([]*columnInfo, len(ib.keys)) // by key id, once found
+	// By key id, once found: the key's column and the column's place in
+	// the table. Two keys (such as "a" and "A") may name one column, which
+	// a row may not give twice: seen holds, by place, 1 + the last row
+	// that gave the column.
+	cols := make([]*columnInfo, len(ib.keys))
+	places := make([]int32, len(ib.keys))
+	seen := make([]int32, len(t.columns))
 	var buf []colValue
 	for i := range n {
 		buf = buf[:0]
+		sorted := true // by column id, as the plan keeps a row's values
 		cells := ib.row(i)
 		for j := range cells {
 			c := &cells[j]
@@ -364,15 +373,24 @@ func planBody(t *tableInfo, ib *insertBody) (*insertPlan, error) {
 				if col, err = t.columnNamed(ib.keys[c.key]); err != nil {
 					return nil, errors.WithMessagef(err, "row %d", i)
 				}
-				cols[c.key] = col
+				cols[c.key], places[c.key] = col, int32(slices.Index(t.columns, col))
+			}
+			if p := places[c.key]; seen[p] == int32(i)+1 {
+				return nil, errors.WithMessagef(errorf(ErrInvalidRequest, "column %q is given twice", col.Name), "row %d", i)
+			} else {
+				seen[p] = int32(i) + 1
 			}
 			x, err := col.Type.convertCell(ib, c)
 			if err != nil {
 				return nil, errors.WithMessagef(errors.WithMessagef(err, "column %q", col.Name), "row %d", i)
 			}
-			if buf, err = addColValue(buf, 0, colValue{col, x}); err != nil {
-				return nil, errors.WithMessagef(err, "row %d", i)
+			if len(buf) > 0 && buf[len(buf)-1].col.ID > col.ID {
+				sorted = false
 			}
+			buf = append(buf, colValue{col, x})
+		}
+		if !sorted {
+			slices.SortFunc(buf, func(a, b colValue) int { return cmp.Compare(a.col.ID, b.col.ID) })
 		}
 		pb.add(i, buf)
 	}
@@ -437,4 +455,45 @@ func smallInt(num []byte) (int64, bool) {
 		n = -n
 	}
 	return n, true
+}
+
+// AppendJSON appends r to dst as JSON: the same bytes as json.Marshal(r),
+// without reflection over the ids.
+func (r InsertResult) AppendJSON(dst []byte) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, `{"table":`...)
+	dst = appendHTMLSafeString(dst, r.Table)
+	dst = append(dst, `,"inserted_count":`...)
+	dst = strconv.AppendInt(dst, int64(r.InsertedCount), 10)
+	dst = append(dst, `,"inserted_ids":`...)
+	if r.InsertedIDs == nil {
+		return append(dst, "null}"...), nil
+	}
+	dst = append(dst, '[')
+	for i, id := range r.InsertedIDs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		ok := true
+		switch id := id.(type) {
+		case int64:
+			dst = strconv.AppendInt(dst, id, 10)
+		case string:
+			dst = appendHTMLSafeString(dst, id)
+		case float64:
+			dst, ok = appendJSONFloat(dst, id)
+		case nil:
+			dst = append(dst, "null"...)
+		default:
+			ok = false
+		}
+		if !ok {
+			b, err := json.Marshal(id)
+			if err != nil {
+				return dst[:start], err
+			}
+			dst = append(dst, b...)
+		}
+	}
+	return append(dst, "]}"...), nil
 }

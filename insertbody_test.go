@@ -1,6 +1,7 @@
 package projectdata_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -235,4 +236,23 @@ func TestInsertJSONBeyondInternedKeys(t *testing.T) {
 	is.Equal(row["ab001"], "a")
 	is.Equal(row["ab002"], "last")
 	is.Equal(row["ab003"], "z")
+}
+
+// TestInsertResultAppendJSON: AppendJSON writes what json.Marshal writes,
+// for every kind of id an insert or a replayed answer holds.
+func TestInsertResultAppendJSON(t *testing.T) {
+	is := is.New(t)
+	for _, res := range []projectdata.InsertResult{
+		{},
+		{Table: "items", InsertedIDs: []any{}},
+		{Table: `odd "<&>" é`, InsertedCount: 7, InsertedIDs: []any{
+			int64(1), int64(-9223372036854775808), "k\u2028<x>\"\\", "", 1.5, 1e21, 1e-7, -0.0, 0.0, nil, []byte("blob"), int(3), json.Number("12"),
+		}},
+	} {
+		want, err := json.Marshal(res)
+		is.NoErr(err)
+		got, err := res.AppendJSON([]byte("prefix"))
+		is.NoErr(err)
+		is.Equal(string(got), "prefix"+string(want))
+	}
 }

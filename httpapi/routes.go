@@ -232,7 +232,12 @@ func (h *Handler) insertRecords(r *http.Request, ps httprouter.Params) (int, any
 	if pd.ErrorCode(err) == pd.ErrInvalidJSON && r.ContentLength == 0 {
 		err = errorf(pd.ErrInvalidRequest, "send a row object or an array of row objects")
 	}
-	return http.StatusCreated, res, err
+	if err != nil {
+		return 0, nil, err
+	}
+	// The same bytes as encoding/json's, without its reflection.
+	data, err := res.AppendJSON(make([]byte, 0, 64+8*len(res.InsertedIDs)))
+	return http.StatusCreated, json.RawMessage(data), err
 }
 
 func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
