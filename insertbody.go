@@ -35,9 +35,9 @@ type bodyCell struct {
 	kind cellKind
 	// A number's text is nums[from:to]; a string's value is str, plain
 	// when it was printable ASCII in the body (so valid UTF-8, no NUL).
+	plain    bool
 	from, to int32
 	str      string
-	plain    bool
 }
 
 // cellKind is the JSON kind of a cell's value.
@@ -98,8 +98,12 @@ func (ib *insertBody) MarshalJSON() ([]byte, error) { return json.Marshal(ib.row
 // its cells anew each time.
 var insertBodies = sync.Pool{New: func() any { return new(insertBody) }}
 
-// maxKeptCells bounds the cells of a body kept for the next one.
-const maxKeptCells = 1 << 14
+// maxKeptCells and maxKeptNums bound the cells and the number text of a
+// body kept for the next one (at most 512 KiB and 256 KiB).
+const (
+	maxKeptCells = 1 << 14
+	maxKeptNums  = 256 << 10
+)
 
 // newInsertBody returns an empty body, with the slices of a finished one.
 func newInsertBody() *insertBody {
@@ -111,7 +115,7 @@ func newInsertBody() *insertBody {
 // release gives the body's slices back for another body; nothing may use
 // the body after.
 func (ib *insertBody) release() {
-	if cap(ib.cells) > maxKeptCells || len(ib.keys) > maxInternedKeys {
+	if cap(ib.cells) > maxKeptCells || cap(ib.nums) > maxKeptNums || len(ib.keys) > maxInternedKeys {
 		return
 	}
 	clear(ib.cells) // no strings kept alive

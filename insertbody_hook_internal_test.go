@@ -1,6 +1,9 @@
 package projectdata
 
-import "io"
+import (
+	"io"
+	"unsafe"
+)
 
 // DecodeInsertBody is InsertJSON's decoder as Rows, for the external fuzz
 // test that checks it against DecodeRows and encoding/json.
@@ -19,3 +22,6 @@ func DecodeInsertBody(r io.Reader, maxRows int) ([]Row, error) {
 	}
 	return ib.rows(), js.end()
 }
+
+// The cells of a body are 32 bytes each, which maxKeptCells counts on.
+var _ [32]struct{} = [unsafe.Sizeof(bodyCell{})]struct{}{}
