@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -401,39 +402,72 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 	if len(q.req.SQL) > q.s.opts.QueryMaxSQLBytes {
 		return res, errorf(ErrInvalidRequest, "the statement is longer than %d bytes", q.s.opts.QueryMaxSQLBytes)
 	}
-	start := time.Now()
-	st, tail, err := c.db.PrepareFlags(q.req.SQL, sqlite3.PREPARE_DONT_LOG)
-	q.prepared = time.Since(start)
-	if err != nil {
-		return res, q.prepareError(sb, err)
-	}
-	if st == nil {
-		return res, errorf(ErrInvalidRequest, "sql holds no statement")
-	}
-	// Not kept for the next query of the same text: a statement kept in a
-	// reader's SQLite heap fragments it, and the heap's memory, which is
-	// never given back, grew past the Store's bounds under big queries.
-	defer st.Close()
-	if strings.TrimSpace(tail) != "" {
-		if next, _, err := c.db.Prepare(tail); err != nil || next != nil {
-			if next != nil {
-				next.Close()
+	kept, cached := c.cachedQuery(q.req.SQL, q.sc)
+	var st *sqlite3.Stmt
+	if cached {
+		st = kept.st
+		st.ClearBindings()
+		// Kept only when it ran to the end: anything else (an error, the
+		// heap) prepares it afresh next time.
+		defer func() {
+			if err == nil {
+				err = st.Reset()
 			}
-			return res, errorf(ErrWriteSQLForbidden, "only one statement is allowed")
+			if err != nil {
+				c.forgetQuery(q.req.SQL)
+			}
+		}()
+	} else {
+		start := time.Now()
+		var tail string
+		st, tail, err = c.db.PrepareFlags(q.req.SQL, sqlite3.PREPARE_DONT_LOG|sqlite3.PREPARE_PERSISTENT)
+		q.prepared = time.Since(start)
+		if err != nil {
+			return res, q.prepareError(sb, err)
 		}
-	}
-	if !st.ReadOnly() {
-		return res, errorf(ErrWriteSQLForbidden, "the statement is not read-only")
+		if st == nil {
+			return res, errorf(ErrInvalidRequest, "sql holds no statement")
+		}
+		keep := false
+		defer func() {
+			if keep && err == nil && st.Reset() == nil && st.Status(sqlite3.STMTSTATUS_MEMUSED, false) <= maxKeptQueryBytes {
+				c.keepQuery(q.req.SQL, q.sc, st, res.Columns)
+			} else {
+				st.Close()
+			}
+		}()
+		if strings.TrimSpace(tail) != "" {
+			if next, _, err := c.db.Prepare(tail); err != nil || next != nil {
+				if next != nil {
+					next.Close()
+				}
+				return res, errorf(ErrWriteSQLForbidden, "only one statement is allowed")
+			}
+		}
+		if !st.ReadOnly() {
+			return res, errorf(ErrWriteSQLForbidden, "the statement is not read-only")
+		}
+		keep = true
 	}
 	if err := bindQueryParams(st, q.req); err != nil {
 		return res, err
 	}
 
 	res.Limit = q.limit
-	res.Columns = resultColumns(st)
-	var keys rowKeys
-	if q.enc != nil {
-		keys = newRowKeys(res.Columns)
+	var keys *rowKeys
+	if cached {
+		// The kept statement's columns and keys, made once; the caller of
+		// Query gets a copy it may change.
+		res.Columns, keys = kept.columns, &kept.keys
+		if q.enc == nil {
+			res.Columns = slices.Clone(res.Columns)
+		}
+	} else {
+		res.Columns = resultColumns(st)
+		if q.enc != nil {
+			k := newRowKeys(res.Columns)
+			keys = &k
+		}
 	}
 	res.Rows = []Row{}
 	if q.enc != nil {
@@ -447,7 +481,7 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 			break
 		}
 		if q.enc != nil {
-			n, _ := q.enc.appendRow(&keys, st, res.Columns, maxBytes-size)
+			n, _ := q.enc.appendRow(keys, st, res.Columns, maxBytes-size)
 			size += n // past the budget: the error below
 		} else {
 			row := make(Row, len(res.Columns))
