@@ -293,6 +293,11 @@ func (c *conn) close() error {
 		return nil
 	}
 	c.forgetStmts()
+	// Any statement still open (none is expected) would keep the
+	// connection, and its memory, which only closing gives back, open.
+	for st := range c.db.Stmts() {
+		st.Close()
+	}
 	return c.db.Close()
 }
 

@@ -402,6 +402,12 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 	if len(q.req.SQL) > q.s.opts.QueryMaxSQLBytes {
 		return res, errorf(ErrInvalidRequest, "the statement is longer than %d bytes", q.s.opts.QueryMaxSQLBytes)
 	}
+	// ranToEnd: the statement ran to its end, so it may be kept. Not on an
+	// error, nor while a panic of the driver unwinds (out of memory: see
+	// recoverDriverPanic), when only finalizing the statement is safe; a
+	// statement not finalized keeps its connection, and the connection's
+	// memory, from ever closing.
+	ranToEnd := false
 	kept, cached := c.cachedQuery(q.req.SQL, q.sc)
 	var st *sqlite3.Stmt
 	if cached {
@@ -410,10 +416,10 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		// Kept only when it ran to the end: anything else (an error, the
 		// heap) prepares it afresh next time.
 		defer func() {
-			if err == nil {
+			if ranToEnd {
 				err = st.Reset()
 			}
-			if err != nil {
+			if !ranToEnd || err != nil {
 				c.forgetQuery(q.req.SQL)
 			}
 		}()
@@ -428,9 +434,8 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		if st == nil {
 			return res, errorf(ErrInvalidRequest, "sql holds no statement")
 		}
-		keep := false
 		defer func() {
-			if keep && err == nil && st.Reset() == nil && st.Status(sqlite3.STMTSTATUS_MEMUSED, false) <= maxKeptQueryBytes {
+			if ranToEnd && st.Reset() == nil && st.Status(sqlite3.STMTSTATUS_MEMUSED, false) <= maxKeptQueryBytes {
 				c.keepQuery(q.req.SQL, q.sc, st, res.Columns)
 			} else {
 				st.Close()
@@ -447,7 +452,6 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		if !st.ReadOnly() {
 			return res, errorf(ErrWriteSQLForbidden, "the statement is not read-only")
 		}
-		keep = true
 	}
 	if err := bindQueryParams(st, q.req); err != nil {
 		return res, err
@@ -502,6 +506,7 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		c.db.SetInterrupt(old)
 		return res, q.stepError(sb, err)
 	}
+	ranToEnd = true
 	return res, nil
 }
 

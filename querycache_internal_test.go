@@ -166,3 +166,18 @@ func TestLargeStatementsAreNotKept(t *testing.T) {
 	is.NoErr(err)
 	is.True(keptQueries(p)["SELECT n FROM t"]) // a small one is
 }
+
+// TestConnectionsCloseWithStatementsLeftOpen: a statement left open on a
+// connection (one a panic of the driver unwound past, say) does not keep it
+// from closing: SQLite would refuse, and the connection's memory, which
+// only closing gives back, would stay taken for good.
+func TestConnectionsCloseWithStatementsLeftOpen(t *testing.T) {
+	is := is.New(t)
+	_, p := queryStore(t)
+	c, err := p.takeReader()
+	is.NoErr(err)
+	st, _, err := c.db.Prepare("SELECT n FROM t")
+	is.NoErr(err)
+	is.True(st.Step()) // running, too
+	is.NoErr(c.close())
+}
