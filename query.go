@@ -229,6 +229,9 @@ func (s *Store) query(ctx context.Context, slug string, req QueryRequest, enc *j
 		if err := sqlguard.Check(req.SQL); err != nil {
 			return errorf(ErrWriteSQLForbidden, "only one read-only SELECT, WITH or EXPLAIN QUERY PLAN statement is allowed: %s", err)
 		}
+		if n := sqlguard.Selects(req.SQL); n > maxQuerySelects {
+			return errorf(ErrInvalidRequest, "the statement holds %d SELECTs; at most %d fit SQLite's stack: simplify it", n, maxQuerySelects)
+		}
 		limit := req.Limit
 		if limit == 0 {
 			limit = DefaultQueryLimit
@@ -358,6 +361,20 @@ func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequ
 	return res, err
 }
 
+// SQLite resolves nested queries and expressions recursively, on a stack of
+// its own, which a statement nested a few hundred levels deep overflows
+// (a chain of 264 common table expressions, 500 nested function calls, a
+// compound of 250 SELECTs): the reader is then left unusable and its memory
+// can never be given back (see recoverDriverPanic). Statements are held well
+// under that: at most maxQuerySelects SELECTs (so no deeper nesting of
+// queries) and expressions at most maxQueryExprDepth deep, together at most
+// about half the stack. These bounds protect the process, so they are not
+// options.
+const (
+	maxQuerySelects   = 64
+	maxQueryExprDepth = 128
+)
+
 // usualQueryHeap is the heap a reader may grow to and still be pooled.
 const usualQueryHeap = 8 << 20
 
@@ -394,6 +411,8 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 	defer c.db.Limit(sqlite3.LIMIT_LENGTH, oldLength)
 	oldSQL := c.db.Limit(sqlite3.LIMIT_SQL_LENGTH, q.s.opts.QueryMaxSQLBytes)
 	defer c.db.Limit(sqlite3.LIMIT_SQL_LENGTH, oldSQL)
+	oldDepth := c.db.Limit(sqlite3.LIMIT_EXPR_DEPTH, maxQueryExprDepth)
+	defer c.db.Limit(sqlite3.LIMIT_EXPR_DEPTH, oldDepth)
 	oldHeap := c.db.HardHeapLimit(heap)
 	defer c.db.HardHeapLimit(oldHeap)
 	old := c.db.SetInterrupt(q.budget)
@@ -512,10 +531,13 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 
 // prepareError explains a statement that did not prepare.
 func (q *queryRun) prepareError(sb *sandbox, err error) error {
+	// The budget ends planning through the authorizer (sb.expired), and
+	// parsing through the interrupt.
+	interrupted := sb.expired || errors.Is(err, sqlite3.INTERRUPT) && q.budget.Err() != nil
 	switch {
-	case sb.expired && q.ctx.Err() != nil:
+	case interrupted && q.ctx.Err() != nil:
 		return q.ctx.Err()
-	case sb.expired:
+	case interrupted:
 		return q.budgetError()
 	case errors.Is(err, sqlite3.AUTH):
 		return sb.err()
