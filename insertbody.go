@@ -128,11 +128,11 @@ func (ib *insertBody) release() {
 
 // insertBody reads an insert body (see rows for its shape and limits).
 func (js *jsonStream) insertBody(maxRows int) (*insertBody, error) {
-	ib := newInsertBody()
 	tok, err := js.token()
 	if err != nil {
 		return nil, err
 	}
+	ib := newInsertBody()
 	switch tok {
 	case json.Delim('{'):
 		return ib, js.bodyRow(ib, "the row")
