@@ -146,6 +146,9 @@ func (c *conn) appendChange(r changeRecord) error {
 		c.changes.logged += int64(r.count)
 	}
 	c.changes.records++
+	if c.unfolded++; c.unfolded >= foldEvery {
+		return foldRowCounts(c)
+	}
 	return nil
 }
 
