@@ -77,25 +77,43 @@ func countRows(c *conn, tableID int64, quoted string) error {
 // foldRowCounts adds the deltas of the log records after the counts' change
 // id to the stored counts, and moves that id to the newest record. Records
 // of a deleted table, whose name no table has, are dropped. It runs on the
-// writer, inside a transaction.
+// writer, inside a transaction. The deltas are summed in Go: the records
+// are few, and one plain scan cost a fraction of an UPDATE … FROM a
+// grouped subquery.
 func foldRowCounts(c *conn) error {
-	var asOf, newest int64
-	if _, err := c.queryRow(`SELECT change_id, (SELECT coalesce(max(last_id), 0) FROM _pd_changes) FROM _pd_row_counts_as_of`, nil, func(st *sqlite3.Stmt) error {
-		asOf, newest = st.ColumnInt64(0), st.ColumnInt64(1)
-		return nil
-	}); err != nil {
-		return errors.WithMessage(err, "fold row counts")
-	}
 	c.unfolded = 0
-	if newest <= asOf {
-		return nil
+	type tableDelta struct {
+		name  string
+		delta int64
 	}
-	if err := c.exec(`UPDATE _pd_row_counts SET row_count = row_count + d.delta
-		FROM (SELECT t.id AS table_id, sum(`+changeDeltaSQL+`) AS delta
-			FROM _pd_changes JOIN _pd_tables AS t ON t.name = table_name
-			WHERE last_id > ? GROUP BY t.id) AS d
-		WHERE _pd_row_counts.table_id = d.table_id AND d.delta != 0`, asOf); err != nil {
+	var (
+		deltas []tableDelta
+		newest int64
+	)
+	err := c.query(`SELECT last_id, table_name, `+changeDeltaSQL+` FROM _pd_changes
+		WHERE last_id > (SELECT change_id FROM _pd_row_counts_as_of)`, nil, func(st *sqlite3.Stmt) error {
+		newest = st.ColumnInt64(0)
+		d := st.ColumnInt64(2)
+		if d == 0 {
+			return nil
+		}
+		name := st.ColumnRawText(1)
+		for i := range deltas {
+			if deltas[i].name == string(name) { // a table's records all carry its name as stored
+				deltas[i].delta += d
+				return nil
+			}
+		}
+		deltas = append(deltas, tableDelta{string(name), d})
+		return nil
+	})
+	if err != nil || newest == 0 {
 		return errors.WithMessage(err, "fold row counts")
+	}
+	for _, d := range deltas {
+		if err := c.exec(`UPDATE _pd_row_counts SET row_count = row_count + ? WHERE table_id = (SELECT id FROM _pd_tables WHERE name = ?)`, d.delta, d.name); err != nil {
+			return errors.WithMessage(err, "fold row counts")
+		}
 	}
 	return errors.WithMessage(c.exec(`UPDATE _pd_row_counts_as_of SET change_id = ? WHERE id = 1`, newest), "fold row counts")
 }
