@@ -204,3 +204,72 @@ func itemsStoreIn(tb testing.TB, dir string, opts *Options) *Store {
 	}
 	return s
 }
+
+// TestRowCountsInEverySnapshot reads the total and COUNT(*) of items in one
+// read transaction on a connection of its own while writers insert and
+// delete, in groups sharing commits, through two Stores on the folder.
+func TestRowCountsInEverySnapshot(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := itemsStoreIn(t, dir, nil)
+	b, err := Open(dir, nil)
+	is.NoErr(err)
+	defer b.Close()
+
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for w, s := range []*Store{a, a, b, b} {
+		go func() {
+			for i := range 3 * foldEvery {
+				res, err := s.Insert(ctx, "acme", "items", []Row{{"qty": i}, {"qty": w}})
+				if err == nil && i%4 == 0 {
+					_, err = s.DeleteRecord(ctx, "acme", "items", res.InsertedIDs[0])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	go func() {
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		close(done)
+	}()
+
+	c, err := openConn(filepath.Join(dir, "acme", "project.db"), true, time.Second)
+	is.NoErr(err)
+	defer c.close()
+	sc, err := loadSchema(c)
+	is.NoErr(err)
+	items, err := sc.lookupTable("items")
+	is.NoErr(err)
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			is.True(reads > 0)
+			return
+		default:
+		}
+		func() {
+			tx := c.db.Begin() // deferred: the snapshot starts with the first read
+			defer tx.End(&err)
+			total, ok, err := rowCount(c, items)
+			is.NoErr(err)
+			is.True(ok)
+			var rows int64
+			_, err = c.queryRow(`SELECT count(*) FROM items`, nil, func(st *sqlite3.Stmt) error {
+				rows = st.ColumnInt64(0)
+				return nil
+			})
+			is.NoErr(err)
+			is.Equal(total, rows) // the kept total is exact in this snapshot
+		}()
+	}
+}
