@@ -242,6 +242,7 @@ func TestRowCountsInEverySnapshot(t *testing.T) {
 		}
 		close(done)
 	}()
+	defer func() { <-done }() // the writers end before the Stores close, even when a check fails
 
 	c, err := openConn(filepath.Join(dir, "acme", "project.db"), true, time.Second)
 	is.NoErr(err)
