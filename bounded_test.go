@@ -26,18 +26,22 @@ func cteChain(n int) string {
 	return b.String()
 }
 
+// longToPrepare is a statement that takes SQLite about 0.1 s to prepare
+// (250 KB of one IN list), and no time to run.
+var longToPrepare = "SELECT 1 WHERE 1 IN (" + strings.Repeat("1+2, ", 50000) + "0)"
+
 func TestQueryBudgetCoversPreparation(t *testing.T) {
 	t.Run("PlanningPastTheBudget", func(t *testing.T) {
-		f := newQueryFixture(t, &projectdata.Options{QueryTimeout: time.Millisecond}, 1)
-		_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: cteChain(3000)})
+		f := newQueryFixture(t, &projectdata.Options{QueryTimeout: time.Millisecond, QueryMaxSQLBytes: 1 << 20}, 1)
+		_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: longToPrepare})
 		pdtest.Code(t, err, projectdata.ErrQueryBudgetExceeded)
 	})
 	t.Run("CallerGoneDuringPlanning", func(t *testing.T) {
 		is := is.New(t)
-		f := newQueryFixture(t, &projectdata.Options{QueryTimeout: time.Minute}, 1)
+		f := newQueryFixture(t, &projectdata.Options{QueryTimeout: time.Minute, QueryMaxSQLBytes: 1 << 20}, 1)
 		cctx, cancel := context.WithCancel(ctx)
 		time.AfterFunc(5*time.Millisecond, cancel)
-		_, err := f.s.Query(cctx, "acme", projectdata.QueryRequest{SQL: cteChain(3000)})
+		_, err := f.s.Query(cctx, "acme", projectdata.QueryRequest{SQL: longToPrepare})
 		is.Equal(err, context.Canceled)
 	})
 	t.Run("StatementTooLongToParse", func(t *testing.T) {
@@ -68,6 +72,58 @@ func TestQueryInfinityEncodes(t *testing.T) {
 	is.Equal(res.Rows[0]["big"], "Inf")
 }
 
+// TestNestingIsHeldUnderSQLiteStack: statements nested deeper than
+// SQLite's stack takes are refused before SQLite sees them, or by SQLite
+// itself, never by overflowing its stack (which leaves the reader's memory
+// taken for good); statements at the bounds run.
+func TestNestingIsHeldUnderSQLiteStack(t *testing.T) {
+	f := newQueryFixture(t, &projectdata.Options{QueryMaxSQLBytes: 1 << 20}, 1)
+	nestedFrom := func(n int, inner string) string {
+		sql := "SELECT " + inner
+		for range n - 1 {
+			sql = "SELECT * FROM (" + sql + ")"
+		}
+		return sql
+	}
+	calls := func(n int) string { return strings.Repeat("abs(", n-1) + "1" + strings.Repeat(")", n-1) }
+	cteChainEndingIn := func(n int, expr string) string {
+		return strings.Replace(cteChain(n), "SELECT 1 AS x", "SELECT "+expr+" AS x", 1)
+	}
+	t.Run("AtTheBounds", func(t *testing.T) {
+		for name, sql := range map[string]string{
+			"CTEChain":    cteChainEndingIn(63, calls(127)),
+			"NestedFrom":  nestedFrom(64, calls(127)),
+			"Compound":    "SELECT 1" + strings.Repeat(" UNION ALL SELECT 1", 63),
+			"PlusChain":   "SELECT 1" + strings.Repeat("+1", 126),
+			"NestedCalls": "SELECT " + calls(127),
+		} {
+			t.Run(name, func(t *testing.T) {
+				is := is.New(t)
+				_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: sql})
+				is.NoErr(err)
+			})
+		}
+	})
+	t.Run("PastTheBounds", func(t *testing.T) {
+		for name, sql := range map[string]string{
+			"CTEChain":     cteChain(65),
+			"LongCTEChain": cteChain(3000),
+			"NestedFrom":   nestedFrom(300, "1"),
+			"Compound":     "SELECT 1" + strings.Repeat(" UNION ALL SELECT 1", 249),
+			"PlusChain":    "SELECT 1" + strings.Repeat("+1", 500),
+			"NestedCalls":  "SELECT " + calls(500),
+			"CaseNest":     "SELECT " + strings.Repeat("CASE WHEN 1 THEN ", 500) + "1" + strings.Repeat(" END", 500),
+		} {
+			t.Run(name, func(t *testing.T) {
+				is := is.New(t)
+				_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: sql})
+				pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+				is.True(!strings.Contains(err.Error(), "nested too deeply")) // refused, not overflowed
+			})
+		}
+	})
+}
+
 func TestSQLiteLimitsAreBadRequests(t *testing.T) {
 	long := strings.Repeat("a", 1100000)
 	f := newQueryFixture(t, &projectdata.Options{QueryMaxSQLBytes: 4 << 20}, 1)
@@ -78,7 +134,7 @@ func TestSQLiteLimitsAreBadRequests(t *testing.T) {
 		"LongNamedParameter": `SELECT :` + long,
 		"LongLiteralColumn":  `SELECT '` + long + `'`,
 		"DeepExpression":     `SELECT ` + strings.Repeat("(", 5000) + "1" + strings.Repeat(")", 5000),
-		"DeepCTEChain":       cteChain(1000), // overflows SQLite's own stack
+		"DeepCTEChain":       cteChain(1000), // would overflow SQLite's own stack
 	} {
 		t.Run(name, func(t *testing.T) {
 			req := projectdata.QueryRequest{SQL: sql}

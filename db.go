@@ -218,6 +218,8 @@ type conn struct {
 	// Its authorizer is installed once: setting an authorizer expires every
 	// prepared statement, which would empty the statement cache.
 	sandbox *sandbox
+	// queries caches the statements of user queries (see queryStatement).
+	queries *lru[*userStatement]
 	// changingRegistry is set on the writer while writeSchema changes the
 	// registry: what it reads then is not cached (see schemaFor).
 	changingRegistry bool
@@ -294,6 +296,11 @@ func (c *conn) close() error {
 		return nil
 	}
 	c.forgetStmts()
+	// Any statement still open (none is expected) would keep the
+	// connection, and its memory, which only closing gives back, open.
+	for st := range c.db.Stmts() {
+		st.Close()
+	}
 	return c.db.Close()
 }
 
@@ -302,6 +309,11 @@ func (c *conn) forgetStmts() {
 	for sql, st := range c.stmts {
 		st.Close()
 		delete(c.stmts, sql)
+	}
+	if c.queries != nil {
+		for _, q := range c.queries.drain() {
+			q.st.Close()
+		}
 	}
 }
 

@@ -81,3 +81,12 @@ func (l *lru[V]) drain() []V {
 	clear(l.byKey)
 	return out
 }
+
+// keys returns the keys, most recently used first.
+func (l *lru[V]) keys() []string {
+	out := make([]string, 0, l.order.Len())
+	for e := l.order.Front(); e != nil; e = e.Next() {
+		out = append(out, e.Value.(*lruEntry[V]).key)
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -228,6 +229,9 @@ func (s *Store) query(ctx context.Context, slug string, req QueryRequest, enc *j
 		if err := sqlguard.Check(req.SQL); err != nil {
 			return errorf(ErrWriteSQLForbidden, "only one read-only SELECT, WITH or EXPLAIN QUERY PLAN statement is allowed: %s", err)
 		}
+		if n := sqlguard.Selects(req.SQL); n > maxQuerySelects {
+			return errorf(ErrInvalidRequest, "the statement holds %d SELECTs; at most %d fit SQLite's stack: simplify it", n, maxQuerySelects)
+		}
 		limit := req.Limit
 		if limit == 0 {
 			limit = DefaultQueryLimit
@@ -357,6 +361,20 @@ func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequ
 	return res, err
 }
 
+// SQLite resolves nested queries and expressions recursively, on a stack of
+// its own, which a statement nested a few hundred levels deep overflows
+// (a chain of 264 common table expressions, 500 nested function calls, a
+// compound of 250 SELECTs): the reader is then left unusable and its memory
+// can never be given back (see recoverDriverPanic). Statements are held well
+// under that: at most maxQuerySelects SELECTs (so no deeper nesting of
+// queries) and expressions at most maxQueryExprDepth deep, together at most
+// about half the stack. These bounds protect the process, so they are not
+// options.
+const (
+	maxQuerySelects   = 64
+	maxQueryExprDepth = 128
+)
+
 // usualQueryHeap is the heap a reader may grow to and still be pooled.
 const usualQueryHeap = 8 << 20
 
@@ -393,6 +411,8 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 	defer c.db.Limit(sqlite3.LIMIT_LENGTH, oldLength)
 	oldSQL := c.db.Limit(sqlite3.LIMIT_SQL_LENGTH, q.s.opts.QueryMaxSQLBytes)
 	defer c.db.Limit(sqlite3.LIMIT_SQL_LENGTH, oldSQL)
+	oldDepth := c.db.Limit(sqlite3.LIMIT_EXPR_DEPTH, maxQueryExprDepth)
+	defer c.db.Limit(sqlite3.LIMIT_EXPR_DEPTH, oldDepth)
 	oldHeap := c.db.HardHeapLimit(heap)
 	defer c.db.HardHeapLimit(oldHeap)
 	old := c.db.SetInterrupt(q.budget)
@@ -401,39 +421,76 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 	if len(q.req.SQL) > q.s.opts.QueryMaxSQLBytes {
 		return res, errorf(ErrInvalidRequest, "the statement is longer than %d bytes", q.s.opts.QueryMaxSQLBytes)
 	}
-	start := time.Now()
-	st, tail, err := c.db.PrepareFlags(q.req.SQL, sqlite3.PREPARE_DONT_LOG)
-	q.prepared = time.Since(start)
-	if err != nil {
-		return res, q.prepareError(sb, err)
-	}
-	if st == nil {
-		return res, errorf(ErrInvalidRequest, "sql holds no statement")
-	}
-	// Not kept for the next query of the same text: a statement kept in a
-	// reader's SQLite heap fragments it, and the heap's memory, which is
-	// never given back, grew past the Store's bounds under big queries.
-	defer st.Close()
-	if strings.TrimSpace(tail) != "" {
-		if next, _, err := c.db.Prepare(tail); err != nil || next != nil {
-			if next != nil {
-				next.Close()
+	// ranToEnd: the statement ran to its end, so it may be kept. Not on an
+	// error, nor while a panic of the driver unwinds (out of memory: see
+	// recoverDriverPanic), when only finalizing the statement is safe; a
+	// statement not finalized keeps its connection, and the connection's
+	// memory, from ever closing.
+	ranToEnd := false
+	kept, cached := c.cachedQuery(q.req.SQL, q.sc)
+	var st *sqlite3.Stmt
+	if cached {
+		st = kept.st
+		st.ClearBindings()
+		// Kept only when it ran to the end: anything else (an error, the
+		// heap) prepares it afresh next time.
+		defer func() {
+			if ranToEnd {
+				err = st.Reset()
 			}
-			return res, errorf(ErrWriteSQLForbidden, "only one statement is allowed")
+			if !ranToEnd || err != nil {
+				c.forgetQuery(q.req.SQL)
+			}
+		}()
+	} else {
+		start := time.Now()
+		var tail string
+		st, tail, err = c.db.PrepareFlags(q.req.SQL, sqlite3.PREPARE_DONT_LOG|sqlite3.PREPARE_PERSISTENT)
+		q.prepared = time.Since(start)
+		if err != nil {
+			return res, q.prepareError(sb, err)
 		}
-	}
-	if !st.ReadOnly() {
-		return res, errorf(ErrWriteSQLForbidden, "the statement is not read-only")
+		if st == nil {
+			return res, errorf(ErrInvalidRequest, "sql holds no statement")
+		}
+		defer func() {
+			if ranToEnd && st.Reset() == nil && st.Status(sqlite3.STMTSTATUS_MEMUSED, false) <= maxKeptQueryBytes {
+				c.keepQuery(q.req.SQL, q.sc, st, res.Columns)
+			} else {
+				st.Close()
+			}
+		}()
+		if strings.TrimSpace(tail) != "" {
+			if next, _, err := c.db.Prepare(tail); err != nil || next != nil {
+				if next != nil {
+					next.Close()
+				}
+				return res, errorf(ErrWriteSQLForbidden, "only one statement is allowed")
+			}
+		}
+		if !st.ReadOnly() {
+			return res, errorf(ErrWriteSQLForbidden, "the statement is not read-only")
+		}
 	}
 	if err := bindQueryParams(st, q.req); err != nil {
 		return res, err
 	}
 
 	res.Limit = q.limit
-	res.Columns = resultColumns(st)
-	var keys rowKeys
-	if q.enc != nil {
-		keys = newRowKeys(res.Columns)
+	var keys *rowKeys
+	if cached {
+		// The kept statement's columns and keys, made once; the caller of
+		// Query gets a copy it may change.
+		res.Columns, keys = kept.columns, &kept.keys
+		if q.enc == nil {
+			res.Columns = slices.Clone(res.Columns)
+		}
+	} else {
+		res.Columns = resultColumns(st)
+		if q.enc != nil {
+			k := newRowKeys(res.Columns)
+			keys = &k
+		}
 	}
 	res.Rows = []Row{}
 	if q.enc != nil {
@@ -447,7 +504,7 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 			break
 		}
 		if q.enc != nil {
-			n, _ := q.enc.appendRow(&keys, st, res.Columns, maxBytes-size)
+			n, _ := q.enc.appendRow(keys, st, res.Columns, maxBytes-size)
 			size += n // past the budget: the error below
 		} else {
 			row := make(Row, len(res.Columns))
@@ -468,15 +525,19 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		c.db.SetInterrupt(old)
 		return res, q.stepError(sb, err)
 	}
+	ranToEnd = true
 	return res, nil
 }
 
 // prepareError explains a statement that did not prepare.
 func (q *queryRun) prepareError(sb *sandbox, err error) error {
+	// The budget ends planning through the authorizer (sb.expired), and
+	// parsing through the interrupt.
+	interrupted := sb.expired || errors.Is(err, sqlite3.INTERRUPT) && q.budget.Err() != nil
 	switch {
-	case sb.expired && q.ctx.Err() != nil:
+	case interrupted && q.ctx.Err() != nil:
 		return q.ctx.Err()
-	case sb.expired:
+	case interrupted:
 		return q.budgetError()
 	case errors.Is(err, sqlite3.AUTH):
 		return sb.err()

@@ -581,8 +581,9 @@ func selectSQL(t *tableInfo, tail ...string) string {
 	return b.String()
 }
 
-// scanRow reads the current row of a statement made by selectSQL; vals is
-// scratch space of len(t.columns).
+// scanRow reads the current row of a statement whose first columns are
+// t's (selectSQL, byKeyAndVersionSQL); vals is scratch space of the
+// statement's column count.
 func (t *tableInfo) scanRow(st *sqlite3.Stmt, vals []any) (Row, error) {
 	if err := st.Columns(vals...); err != nil {
 		return nil, err
@@ -656,20 +657,9 @@ type Record struct {
 func (s *Store) FindRecord(ctx context.Context, slug, table string, id any) (Record, error) {
 	var rec Record
 	err := s.withProject(ctx, slug, OpGetRecord, func(p *project) error {
-		return p.readSchema(ctx, func(c *conn, sc *schema) error {
-			t, k, err := tableAndKey(sc, table, id)
-			if err != nil {
-				return err
-			}
-			vals := make([]any, len(t.columns))
-			found, err := c.queryRow(t.keys.byKey, []any{k}, func(st *sqlite3.Stmt) (err error) {
-				rec.Row, err = t.scanRow(st, vals)
-				return err
-			})
-			if err == nil && !found {
-				err = errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
-			}
+		return p.readByKey(ctx, table, id, func(t *tableInfo, st *sqlite3.Stmt) (err error) {
 			rec.Table = t.Name
+			rec.Row, err = t.scanRow(st, make([]any, st.ColumnCount()))
 			return err
 		})
 	})
@@ -677,6 +667,65 @@ func (s *Store) FindRecord(ctx context.Context, slug, table string, id any) (Rec
 		return Record{}, err
 	}
 	return rec, nil
+}
+
+// readByKey reads the row of table whose primary key is id (as GetRecord
+// takes it) and calls fn with st on it; a missing row is ErrRecordNotFound.
+//
+// With a registry cached, it runs one statement on a reader, outside any
+// transaction: the row and the registry version, read in the statement's
+// one snapshot (byKeyAndVersion). When that version is the cached
+// registry's, the row has the columns the registry says. Otherwise (a
+// registry changed since, a table or key the cached registry does not
+// know, SQLite's ERROR or SCHEMA for a schema changed by hand) the read
+// runs again as any other (readSchema), which loads the registry.
+func (p *project) readByKey(ctx context.Context, table string, id any, fn func(t *tableInfo, st *sqlite3.Stmt) error) error {
+	p.schemaMu.Lock()
+	sc := p.schema
+	p.schemaMu.Unlock()
+	if sc != nil {
+		if t, k, err := tableAndKey(sc, table, id); err == nil {
+			stale, found := false, false
+			err := p.read(ctx, func(c *conn) error {
+				_, err := c.queryRow(t.keys.byKeyAndVersion, []any{k}, func(st *sqlite3.Stmt) error {
+					if st.ColumnInt64(len(t.columns)) != sc.version {
+						stale = true
+						return nil
+					}
+					if st.ColumnType(t.keys.pkAt) == sqlite3.NULL {
+						return nil
+					}
+					found = true
+					return fn(t, st)
+				})
+				return err
+			})
+			if !stale && !errors.Is(err, sqlite3.ERROR) && !errors.Is(err, sqlite3.SCHEMA) {
+				if err == nil && !found {
+					err = recordNotFound(t, k)
+				}
+				return err
+			}
+		}
+	}
+	return p.readSchema(ctx, func(c *conn, sc *schema) error {
+		t, k, err := tableAndKey(sc, table, id)
+		if err != nil {
+			return err
+		}
+		found, err := c.queryRow(t.keys.byKey, []any{k}, func(st *sqlite3.Stmt) error {
+			return fn(t, st)
+		})
+		if err == nil && !found {
+			err = recordNotFound(t, k)
+		}
+		return err
+	})
+}
+
+// recordNotFound is the error of a key with no row in t.
+func recordNotFound(t *tableInfo, k any) error {
+	return errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
 }
 
 // DeleteRecord deletes the row of a table whose primary key is id (as in
@@ -700,7 +749,7 @@ func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (D
 				return dbError(ctx, err)
 			}
 			if c.db.Changes() == 0 {
-				return errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
+				return recordNotFound(t, k)
 			}
 			if err := addRowCount(c, t, -1); err != nil {
 				return err

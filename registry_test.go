@@ -83,6 +83,68 @@ func TestRegistryIsCurrentAcrossStores(t *testing.T) {
 	})
 }
 
+// TestRecordReadsSeeOtherStoresSchemaChanges shows that a read by key,
+// which reads the registry version in the row's own statement, answers
+// with the schema another Store on the same folder committed just before,
+// with nothing else of the reading Store in between to refresh its cache.
+func TestRecordReadsSeeOtherStoresSchemaChanges(t *testing.T) {
+	is := is.New(t)
+	a, dir := pdtest.Open(t, nil)
+	b, err := projectdata.Open(dir, nil)
+	is.NoErr(err)
+	defer b.Close()
+	_, _, err = a.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = a.CreateTable(ctx, "acme", projectdata.TableDef{Name: "t1", Columns: []projectdata.ColumnDef{{Name: "qty", Type: "INTEGER"}}})
+	is.NoErr(err)
+	_, err = a.Insert(ctx, "acme", "t1", []projectdata.Row{{"qty": 1}})
+	is.NoErr(err)
+	read := func() (projectdata.Row, string, error) {
+		row, err := b.GetRecord(ctx, "acme", "t1", 1)
+		if err != nil {
+			return nil, "", err
+		}
+		raw, err := b.AppendRecordJSON(ctx, nil, "acme", "t1", 1)
+		return row, string(raw), err
+	}
+	_, _, err = read() // B caches the registry
+	is.NoErr(err)
+
+	t.Run("NewColumn", func(t *testing.T) {
+		is := is.New(t)
+		_, err := a.AddColumn(ctx, "acme", "t1", projectdata.ColumnDef{Name: "note"})
+		is.NoErr(err)
+		row, raw, err := read()
+		is.NoErr(err)
+		is.Equal(row, projectdata.Row{"id": int64(1), "qty": int64(1), "note": nil})
+		is.Equal(raw, `{"table":"t1","row":{"id":1,"note":null,"qty":1}}`)
+	})
+	t.Run("RenamedColumn", func(t *testing.T) {
+		is := is.New(t)
+		_, err := a.UpdateColumn(ctx, "acme", "t1", "note", projectdata.ColumnUpdate{Name: projectdata.SetTo("memo")})
+		is.NoErr(err)
+		row, _, err := read()
+		is.NoErr(err)
+		is.Equal(row, projectdata.Row{"id": int64(1), "qty": int64(1), "memo": nil})
+	})
+	t.Run("NewTable", func(t *testing.T) {
+		is := is.New(t)
+		_, _, err := a.CreateTable(ctx, "acme", projectdata.TableDef{Name: "t2"})
+		is.NoErr(err)
+		_, err = a.Insert(ctx, "acme", "t2", []projectdata.Row{{}})
+		is.NoErr(err)
+		_, err = b.GetRecord(ctx, "acme", "t2", 1)
+		is.NoErr(err)
+	})
+	t.Run("DeletedTable", func(t *testing.T) {
+		is := is.New(t)
+		_, err := a.DeleteTable(ctx, "acme", "t2")
+		is.NoErr(err)
+		_, err = b.GetRecord(ctx, "acme", "t2", 1)
+		pdtest.Code(t, err, projectdata.ErrTableNotFound)
+	})
+}
+
 // TestRegistryLoadsFromOneSnapshot churns a table (created, deleted, again)
 // while other goroutines read it: every registry load reads one snapshot,
 // so no read fails with an internal error, whatever the interleaving.
@@ -114,6 +176,9 @@ func TestRegistryLoadsFromOneSnapshot(t *testing.T) {
 				_, err := s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT count(*) FROM churn"})
 				if err == nil {
 					_, _, err = s.ListColumns(ctx, "acme", "churn")
+				}
+				if err == nil {
+					_, err = s.GetRecord(ctx, "acme", "churn", 1)
 				}
 				if projectdata.ErrorCode(err) == projectdata.ErrInternal {
 					mu.Lock()

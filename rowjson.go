@@ -27,6 +27,11 @@ type rowKeys struct {
 	order  []int    // column positions, in key order
 	prefix [][]byte // prefix[i]: `"name":` of t.columns[order[i]], with its comma
 	byKey  string   // the SELECT of a row by primary key (selectSQL)
+	// byKeyAndVersion is byKey that also reads the registry version, in one
+	// statement (see readByKey): the row's columns (NULL when there is no
+	// row), then the version.
+	byKeyAndVersion string
+	pkAt            int // the key's position among the columns
 }
 
 // prepareRowKeys fills t.keys once the table's columns and key are known.
@@ -34,7 +39,27 @@ func (t *tableInfo) prepareRowKeys() {
 	t.keys = newRowKeys(columnNames(t.columns))
 	if t.pk != nil {
 		t.keys.byKey = selectSQL(t, ` WHERE `, t.pk.quoted, ` = ?`)
+		t.keys.byKeyAndVersion = byKeyAndVersionSQL(t)
+		t.keys.pkAt = slices.Index(t.columns, t.pk)
 	}
+}
+
+// byKeyAndVersionSQL is the SELECT of rowKeys.byKeyAndVersion: the registry's
+// one row, joined to the row of t whose key is the parameter.
+func byKeyAndVersionSQL(t *tableInfo) string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for _, col := range t.columns {
+		b.WriteString(`"_pd_row".`)
+		b.WriteString(col.quoted)
+		b.WriteString(", ")
+	}
+	b.WriteString(`"_pd_reg".version FROM _pd_registry AS "_pd_reg" LEFT JOIN `)
+	b.WriteString(t.quoted)
+	b.WriteString(` AS "_pd_row" ON "_pd_row".`)
+	b.WriteString(t.pk.quoted)
+	b.WriteString(` = ? WHERE "_pd_reg".id = 1`)
+	return b.String()
 }
 
 // newRowKeys returns the JSON keys of rows whose statement columns are
@@ -290,33 +315,22 @@ func appendHTMLSafe[S string | []byte](dst []byte, s S) []byte {
 func (s *Store) AppendRecordJSON(ctx context.Context, dst []byte, slug, table string, id any) ([]byte, error) {
 	out := dst
 	err := s.withProject(ctx, slug, OpGetRecord, func(p *project) error {
-		return p.readSchema(ctx, func(c *conn, sc *schema) error {
-			out = dst
-			t, k, err := tableAndKey(sc, table, id)
-			if err != nil {
-				return err
-			}
-			found, err := c.queryRow(t.keys.byKey, []any{k}, func(st *sqlite3.Stmt) error {
-				out = append(out, `{"table":`...)
-				out = appendHTMLSafeString(out, t.Name)
-				out = append(out, `,"row":`...)
-				var ok bool
-				if out, ok = t.appendRowJSON(out, st); !ok {
-					// What encoding/json says of the same row.
-					row, err := t.scanRow(st, make([]any, len(t.columns)))
-					if err != nil {
-						return err
-					}
-					_, err = json.Marshal(row)
+		return p.readByKey(ctx, table, id, func(t *tableInfo, st *sqlite3.Stmt) error {
+			out = append(dst, `{"table":`...)
+			out = appendHTMLSafeString(out, t.Name)
+			out = append(out, `,"row":`...)
+			var ok bool
+			if out, ok = t.appendRowJSON(out, st); !ok {
+				// What encoding/json says of the same row.
+				row, err := t.scanRow(st, make([]any, st.ColumnCount()))
+				if err != nil {
 					return err
 				}
-				out = append(out, '}')
-				return nil
-			})
-			if err == nil && !found {
-				err = errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
+				_, err = json.Marshal(row)
+				return err
 			}
-			return err
+			out = append(out, '}')
+			return nil
 		})
 	})
 	if err != nil {

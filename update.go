@@ -85,7 +85,7 @@ func (s *Store) UpdateFoundRecord(ctx context.Context, slug, table string, id an
 				return err
 			}
 			if !found {
-				return errorf(ErrRecordNotFound, "no record with %s %s in table %q", t.pk.Name, showValue(k), t.Name)
+				return recordNotFound(t, k)
 			}
 			w := newImageWriter(t, nil)
 			w.add(scratch) // the row after the update, in column order

@@ -242,3 +242,20 @@ func equalFoldASCII(s, upper string) bool {
 	}
 	return true
 }
+
+// Selects returns how many SELECT keywords sql holds: its statement's
+// SELECT, its subqueries', its common table expressions' and its compound
+// terms', but none inside a string, a quoted name or a comment. It bounds
+// how deeply a statement can nest its queries, which SQLite resolves
+// recursively.
+func Selects(sql string) int {
+	var buf [64]token
+	toks, _ := lex(buf[:0], sql) // what lexes before an error: Check refuses the rest
+	n := 0
+	for _, t := range toks {
+		if isKeyword(t, "SELECT") {
+			n++
+		}
+	}
+	return n
+}

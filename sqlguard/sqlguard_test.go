@@ -251,3 +251,18 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+func TestSelects(t *testing.T) {
+	for sql, want := range map[string]int{
+		"SELECT 1":                    1,
+		"select 1 UNION ALL SeLeCt 2": 2,
+		"WITH a AS (SELECT 1) SELECT * FROM (SELECT * FROM a)":          3,
+		"SELECT 'SELECT', \"select\", [SELECT] -- SELECT\n/* SELECT */": 1,
+		"SELECT selected, xselect FROM t":                               1,
+		"":                                                              0,
+	} {
+		if got := sqlguard.Selects(sql); got != want {
+			t.Errorf("Selects(%q) = %d, want %d", sql, got, want)
+		}
+	}
+}
