@@ -101,6 +101,12 @@ type changeRecord struct {
 const appendChangeSQL = `INSERT INTO _pd_changes (last_id, count, table_name, op, at, data)
 	VALUES (coalesce((SELECT max(last_id) FROM _pd_changes), 0) + ?1, ?1, ?2, ?3, ?4, ?5)`
 
+// appendOneChangeSQL appends a record of one change: SQLite gives a new
+// row the rowid after the largest (the newest id, never removed by
+// pruning), so the record's id needs no subquery; the largest rowid that
+// would make SQLite pick another at random (2^63-1) is out of reach.
+const appendOneChangeSQL = `INSERT INTO _pd_changes (count, table_name, op, at, data) VALUES (?1, ?2, ?3, ?4, ?5)`
+
 // appendChange writes a record to the log, inside c's transaction.
 func (c *conn) appendChange(r changeRecord) error {
 	if c.changes.off || r.count == 0 {
@@ -109,7 +115,11 @@ func (c *conn) appendChange(r changeRecord) error {
 	if c.changes.atText == "" {
 		c.changes.atText = formatTime(c.changes.at)
 	}
-	st, err := c.prepare(appendChangeSQL)
+	sql := appendChangeSQL
+	if r.count == 1 {
+		sql = appendOneChangeSQL
+	}
+	st, err := c.prepare(sql)
 	if err != nil {
 		return err
 	}
@@ -146,6 +156,9 @@ func (c *conn) appendChange(r changeRecord) error {
 		c.changes.logged += int64(r.count)
 	}
 	c.changes.records++
+	if c.unfolded++; c.unfolded >= foldEvery {
+		return foldRowCounts(c)
+	}
 	return nil
 }
 

@@ -39,19 +39,7 @@ func (c *clock) advance(d time.Duration) {
 // qty).
 func itemsStore(tb testing.TB, opts *Options) *Store {
 	tb.Helper()
-	s, err := Open(tb.TempDir(), opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
-	ctx := context.Background()
-	if _, _, err := s.CreateProject(ctx, "acme", ""); err != nil {
-		tb.Fatal(err)
-	}
-	if _, _, err := s.CreateTable(ctx, "acme", TableDef{Name: "items", Columns: []ColumnDef{{Name: "name"}, {Name: "qty", Type: "INTEGER"}}}); err != nil {
-		tb.Fatal(err)
-	}
-	return s
+	return itemsStoreIn(tb, tb.TempDir(), opts)
 }
 
 func TestChangeRetention(t *testing.T) {

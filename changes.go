@@ -296,6 +296,9 @@ func (s *Store) pruneChanges(ctx context.Context, p *project) (int, error) {
 			if err != nil || upTo == 0 {
 				return err
 			}
+			if err := foldRowCounts(c); err != nil { // the row counts sum the records deleted
+				return err
+			}
 			return c.exec(`DELETE FROM _pd_changes WHERE last_id <= ?`, upTo)
 		})
 		total += n

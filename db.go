@@ -233,6 +233,9 @@ type conn struct {
 	trapped bool
 	// changes is the change-log state of the writer's unit of work.
 	changes changeCounts
+	// unfolded counts the log records the writer appended since it last
+	// folded their row-count deltas (see foldRowCounts).
+	unfolded int
 }
 
 // openConn opens a connection to the database at path; readOnly connections

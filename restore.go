@@ -170,6 +170,9 @@ const restoredChangeGap = 1 << 30
 // instead of silently skipping changes whose ids the restored database
 // reuses.
 func restartChangeLog(c *conn, at time.Time) error {
+	if err := foldRowCounts(c); err != nil { // the row counts sum the records deleted
+		return err
+	}
 	if err := c.exec(`INSERT INTO _pd_changes (last_id, count, table_name, op, at, data)
 		SELECT coalesce(max(last_id), 0) + ?, 1, '', ?, ?, NULL FROM _pd_changes`,
 		restoredChangeGap, ChangeSchema, at); err != nil {

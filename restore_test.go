@@ -50,6 +50,10 @@ func TestRestoreProject(t *testing.T) {
 		row, err := dst.GetRecord(ctx, "copy", "notes", 2)
 		is.NoErr(err)
 		is.Equal(row["body"], "two")
+		l, err := dst.ListRecords(ctx, "copy", "notes", projectdata.ListOptions{})
+		is.NoErr(err)
+		is.Equal(*l.Total, int64(2)) // the count of the insert survives the restarted change log
+		pdtest.CheckRowCounts(t, dstDir, "copy")
 		caller, err := dst.Authenticate(ctx, "copy", token) // the source's token works
 		is.NoErr(err)
 		is.Equal(caller.Role, projectdata.RoleAdmin)

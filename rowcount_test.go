@@ -88,7 +88,7 @@ func TestUnfilteredTotalIsTheKeptCount(t *testing.T) {
 	_, err = s.Insert(ctx, "acme", "a", rows(t, `[{"n":1},{"n":2}]`))
 	is.NoErr(err)
 	// The kept count is what an unfiltered list reports: no COUNT(*) runs.
-	pdtest.Exec(t, pdtest.Raw(t, dir, "acme"), `UPDATE _pd_row_counts SET row_count = 999`)
+	pdtest.Exec(t, pdtest.Raw(t, dir, "acme"), `UPDATE _pd_row_counts SET row_count = 999; UPDATE _pd_row_counts_as_of SET change_id = (SELECT coalesce(max(last_id), 0) FROM _pd_changes)`)
 	is.Equal(total(t, s, "a"), int64(999))
 	l, err := s.ListRecords(ctx, "acme", "a", projectdata.ListOptions{Where: where(t, `[{"column":"n","op":">","value":0}]`)})
 	is.NoErr(err)
@@ -110,7 +110,7 @@ func TestRowCountsOfAnOlderDatabase(t *testing.T) {
 
 	// Back to the control schema before row counts were kept.
 	raw := pdtest.Raw(t, dir, "acme")
-	pdtest.Exec(t, raw, `DROP TABLE _pd_row_counts; DROP TABLE _pd_secrets; DROP TABLE _pd_idempotency; DROP TABLE _pd_changes; PRAGMA user_version = 2`)
+	pdtest.Exec(t, raw, `DROP TABLE _pd_row_counts; DROP TABLE _pd_secrets; DROP TABLE _pd_idempotency; DROP TABLE _pd_changes; DROP TABLE _pd_row_counts_as_of; PRAGMA user_version = 2`)
 	s, err = projectdata.Open(dir, nil)
 	is.NoErr(err)
 	defer s.Close()

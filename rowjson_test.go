@@ -105,7 +105,7 @@ func TestAppendRecordListJSON(t *testing.T) {
 	is := is.New(t)
 	s, raw := oddStore(t, &projectdata.Options{QueryMaxBytes: 4000})
 	pdtest.Exec(t, raw, `INSERT INTO Odd (id, _under, zeta) VALUES (2000, 1e999, 'inf'), (2001, -1e999, '-inf')`)
-	pdtest.Exec(t, raw, `UPDATE _pd_row_counts SET row_count = (SELECT count(*) FROM Odd)`)
+	pdtest.Exec(t, raw, `UPDATE _pd_row_counts SET row_count = (SELECT count(*) FROM Odd); UPDATE _pd_row_counts_as_of SET change_id = (SELECT coalesce(max(last_id), 0) FROM _pd_changes)`)
 
 	next := func(l projectdata.RecordList) projectdata.Cursor { return l.NextCursor }
 	cases := map[string]projectdata.ListOptions{

@@ -121,6 +121,8 @@ CREATE TABLE _pd_changes (
 	// Version 6: stored answers pruned in id order, without an index of
 	// expiry.
 	idempotencyRowidSchema,
+	// Version 7: the change id of the stored row counts (rowcount.go).
+	rowCountsAsOfSchema,
 }
 
 // migrate brings the control schema of the database on c to the newest

@@ -385,6 +385,11 @@ func (s *Store) CreateTable(ctx context.Context, slug string, def TableDef) (Tab
 			if err := c.db.Exec(createTableSQL(def.Name, defs)); err != nil {
 				return err
 			}
+			// Records of a deleted table of this name are folded (dropped)
+			// before the name is taken again.
+			if err := foldRowCounts(c); err != nil {
+				return err
+			}
 			if err := c.exec(`INSERT INTO _pd_tables (name, display_name, created_at, updated_at) VALUES (?, ?, ?, ?)`,
 				def.Name, optString(def.DisplayName), now, now); err != nil {
 				return err

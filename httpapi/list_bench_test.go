@@ -132,7 +132,7 @@ func rawFill(b *testing.B, path string, n int) {
 			b.Fatal(err)
 		}
 	}
-	if err := db.Exec(`UPDATE _pd_row_counts SET row_count = (SELECT count(*) FROM items); COMMIT`); err != nil {
+	if err := db.Exec(`UPDATE _pd_row_counts SET row_count = (SELECT count(*) FROM items); UPDATE _pd_row_counts_as_of SET change_id = (SELECT coalesce(max(last_id), 0) FROM _pd_changes); COMMIT`); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -126,7 +126,9 @@ func As(t testing.TB, s *projectdata.Store, role projectdata.Role) context.Conte
 }
 
 // CheckRowCounts fails the test unless every application table of the
-// project has a kept row count (_pd_row_counts) equal to its COUNT(*).
+// project has a kept row count equal to its COUNT(*): its stored count
+// (_pd_row_counts) plus the deltas of the change log's records after the
+// counts' change id.
 func CheckRowCounts(t testing.TB, dir, slug string) {
 	t.Helper()
 	c := Raw(t, dir, slug)
@@ -136,7 +138,9 @@ func CheckRowCounts(t testing.TB, dir, slug string) {
 		has  bool
 	}
 	var tables []table
-	st, _, err := c.Prepare(`SELECT t.name, r.row_count, r.table_id IS NOT NULL FROM _pd_tables t LEFT JOIN _pd_row_counts r ON r.table_id = t.id`)
+	st, _, err := c.Prepare(`SELECT t.name, r.row_count + coalesce((SELECT sum(CASE op WHEN 'insert' THEN count WHEN 'delete' THEN -count ELSE 0 END)
+		FROM _pd_changes WHERE last_id > (SELECT change_id FROM _pd_row_counts_as_of) AND table_name = t.name), 0),
+		r.table_id IS NOT NULL FROM _pd_tables t LEFT JOIN _pd_row_counts r ON r.table_id = t.id`)
 	if err != nil {
 		t.Fatal(err)
 	}
