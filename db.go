@@ -150,6 +150,11 @@ func (p *project) read(ctx context.Context, fn func(c *conn) error) error {
 	err = fn(c)
 	c.db.SetInterrupt(old)
 	healthy = !c.trapped && c.db.GetAutocommit()
+	if errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil {
+		// Interrupted because the caller went away (reading the registry,
+		// say): the caller's error, not an internal one.
+		return ctx.Err()
+	}
 	return err
 }
 

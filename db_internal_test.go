@@ -197,3 +197,25 @@ func TestRolledBackRegistryIsNotCached(t *testing.T) {
 	_, err = s.GetTable(ctx, "acme", "ghost")
 	is.True(errors.Is(err, ErrTableNotFound))
 }
+
+// TestReadsInterruptedByTheirCallerEndWithItsError: a read interrupted
+// because its caller went away, in any statement (the registry's, say),
+// ends with the caller's error, never SQLite's INTERRUPT as an internal
+// one.
+func TestReadsInterruptedByTheirCallerEndWithItsError(t *testing.T) {
+	is := is.New(t)
+	s, err := Open(t.TempDir(), nil)
+	is.NoErr(err)
+	defer s.Close()
+	_, _, err = s.CreateProject(context.Background(), "acme", "")
+	is.NoErr(err)
+	p, err := s.acquire(context.Background(), "acme")
+	is.NoErr(err)
+	defer s.release(p)
+	ctx, cancel := context.WithCancel(context.Background())
+	err = p.read(ctx, func(c *conn) error {
+		cancel()
+		return c.query(`SELECT count(*) FROM generate_series(1, 1000000)`, nil, nil)
+	})
+	is.Equal(err, context.Canceled)
+}

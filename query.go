@@ -244,9 +244,6 @@ func (s *Store) query(ctx context.Context, slug string, req QueryRequest, enc *j
 			return err
 		})
 		res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-		if errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil {
-			return ctx.Err() // interrupted while reading the registry
-		}
 		return err
 	})
 	return res, err

@@ -71,11 +71,16 @@ func TestMetricsOverRealRequests(t *testing.T) {
 		`projectdata_budget_refusals_total{code="server_busy"} 0`,
 		`projectdata_open_projects 1`,
 		`projectdata_operations_in_flight 0`,
-		`projectdata_queue_waits_total 0`,
-		`projectdata_queue_wait_seconds_total 0`,
 	} {
 		if !strings.Contains(page, want+"\n") {
 			t.Errorf("no line %s", want)
+		}
+	}
+	// Background writes (a token's last use) may make a request wait for
+	// the writer's slot: the count is not the test's to fix.
+	for _, name := range []string{"projectdata_queue_waits_total", "projectdata_queue_wait_seconds_total"} {
+		if !strings.Contains(page, "\n"+name+" ") {
+			t.Errorf("no line %s", name)
 		}
 	}
 	// No label carries a slug, a table name or a token.
