@@ -279,14 +279,19 @@ func fingerprint(idem Idempotency, call writeCall) ([]byte, error) {
 		sum := sha256.Sum256(append([]byte("request\x00"), idem.Fingerprint()...))
 		return sum[:], nil
 	}
-	args, err := json.Marshal(call.args)
-	if err != nil {
-		return nil, errorf(ErrInvalidRequest, "the arguments of %s cannot be fingerprinted for idempotency: %v", call.op, err)
+	var buf [512]byte
+	b := append(append(append(buf[:0], "call\x00"...), call.op...), 0)
+	b, ok := appendArgsJSON(b, call.args)
+	if !ok {
+		args, err := json.Marshal(call.args)
+		if err != nil {
+			return nil, errorf(ErrInvalidRequest, "the arguments of %s cannot be fingerprinted for idempotency: %v", call.op, err)
+		}
+		b = append(append(append(b[:0], "call\x00"...), call.op...), 0)
+		b = append(b, args...)
 	}
-	h := sha256.New()
-	h.Write([]byte("call\x00" + string(call.op) + "\x00"))
-	h.Write(args)
-	return h.Sum(nil), nil
+	sum := sha256.Sum256(b)
+	return sum[:], nil
 }
 
 // inFlightKeys is a project's set of idempotency scopes whose first call
