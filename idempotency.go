@@ -16,7 +16,7 @@ import (
 // Idempotency asks the Store to apply a write at most once: the first call
 // with a key runs and its answer (result or error) is stored in the same
 // SQLite transaction as its effect; a later call with the same key and the
-// same fingerprint gets the stored answer and runs nothing. Keys are scoped
+// same fingerprint gets the stored answer and applies nothing. Keys are scoped
 // to the project and the caller's token (see WithCaller; the application's
 // own calls, without a caller, share one scope). See WithIdempotency.
 type Idempotency struct {
@@ -30,7 +30,7 @@ type Idempotency struct {
 	// bytes. Nil: the Store fingerprints the operation and its arguments.
 	Fingerprint func() []byte
 	// OnReplay, when set, is called when the answer is a stored one (the
-	// operation did not run), before the Store method returns.
+	// operation applied nothing), before the Store method returns.
 	OnReplay func()
 }
 
@@ -48,7 +48,9 @@ type idempotencyKey struct{}
 //     stored: a retry runs);
 //   - a later call with the same key and fingerprint returns the stored
 //     result (decoded from JSON: numbers in `any` fields come back as int64
-//     when integral, else float64) or the stored error, and runs nothing;
+//     when integral, else float64) or the stored error, and applies
+//     nothing (a record write may run and roll back: it finds the stored
+//     answer when it stores its own);
 //   - the same key with another fingerprint is ErrIdempotencyKeyReused;
 //   - the same key while its first call still runs in this Store is
 //     ErrIdempotencyKeyInFlight;
