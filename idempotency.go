@@ -478,7 +478,7 @@ func (pend *pendingAnswer) store(c *conn) error {
 	a := pend.answer
 	var code, message any // NULL for a result
 	if a.code == "" {
-		body, err := json.Marshal(pend.results)
+		body, err := encodeAnswer(pend.results)
 		if err != nil {
 			return errors.Wrap(err, "encode idempotent answer")
 		}

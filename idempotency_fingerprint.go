@@ -1,17 +1,18 @@
 package projectdata
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
 )
 
-// A Go caller's fingerprint hashes the JSON of the operation's arguments,
+// The JSON of idempotency: a Go caller's fingerprint hashes the JSON of the operation's arguments,
 // as json.Marshal writes it. appendArgsJSON writes the same bytes without
 // reflection for the arguments of the record writes (strings, numbers,
 // booleans, rows, lists); anything else it leaves to json.Marshal, so that
 // fingerprints never depend on which encoder wrote them (a retry may come
-// from another release).
+// from another release). An insert's answer is written likewise.
 
 // appendArgsJSON appends v as json.Marshal encodes it; ok is false (and
 // dst is to be discarded) when v holds a type it leaves to json.Marshal.
@@ -105,4 +106,21 @@ func appendListJSON[E any](dst []byte, list []E) ([]byte, bool) {
 		}
 	}
 	return append(dst, ']'), true
+}
+
+// encodeAnswer writes an operation's results (pointers) as the JSON array
+// that json.Marshal writes: an insert's result without reflection, any
+// other with json.Marshal.
+func encodeAnswer(results []any) ([]byte, error) {
+	if len(results) == 1 {
+		if r, ok := results[0].(*InsertResult); ok {
+			b := make([]byte, 0, 64+8*len(r.InsertedIDs))
+			b = appendHTMLSafe(append(b, `[{"table":`...), r.Table)
+			b = strconv.AppendInt(append(b, `,"inserted_count":`...), int64(r.InsertedCount), 10)
+			if b, ok = appendListJSON(append(b, `,"inserted_ids":`...), r.InsertedIDs); ok {
+				return append(b, "}]"...), nil
+			}
+		}
+	}
+	return json.Marshal(results)
 }

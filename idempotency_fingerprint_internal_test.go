@@ -51,3 +51,22 @@ func TestFingerprintJSONIsJSONMarshal(t *testing.T) {
 		}
 	})
 }
+
+// TestInsertAnswerJSONIsJSONMarshal: an insert's stored answer is written
+// byte for byte as json.Marshal writes it, without reflection for the
+// keys it knows, by json.Marshal for others.
+func TestInsertAnswerJSONIsJSONMarshal(t *testing.T) {
+	for _, r := range []InsertResult{
+		{Table: "items", InsertedCount: 1, InsertedIDs: []any{int64(1)}},
+		{Table: "a<&>\"b", InsertedCount: 3, InsertedIDs: []any{"x", int64(-2), 2.5}},
+		{Table: "empty"},
+		{Table: "blobs", InsertedCount: 1, InsertedIDs: []any{[]byte{1, 2, 3}}}, // json.Marshal's base64
+	} {
+		is := is.New(t)
+		want, err := json.Marshal([]any{&r})
+		is.NoErr(err)
+		got, err := encodeAnswer([]any{&r})
+		is.NoErr(err)
+		is.Equal(string(got), string(want))
+	}
+}
