@@ -238,18 +238,26 @@ func appendJSONValue(b []byte, v any) []byte {
 	case int64:
 		return strconv.AppendInt(b, v, 10)
 	case float64:
-		start := len(b)
-		b = strconv.AppendFloat(b, v, 'g', -1, 64)
-		if !strings.ContainsAny(string(b[start:]), ".eEn") {
-			b = append(b, ".0"...)
-		}
-		return b
+		return appendImageFloat(b, v)
 	case string:
 		return appendHTMLSafeString(b, v)
 	case []byte:
 		return appendHTMLSafeBytes(b, v)
 	}
 	return append(b, "null"...)
+}
+
+// appendImageFloat appends f as the change log writes a REAL: with a
+// fraction or an exponent, so that it reads back as a REAL.
+func appendImageFloat(b []byte, f float64) []byte {
+	start := len(b)
+	b = strconv.AppendFloat(b, f, 'g', -1, 64)
+	for _, c := range b[start:] {
+		if c == '.' || c == 'e' || c == 'E' || c == 'n' {
+			return b
+		}
+	}
+	return append(b, ".0"...)
 }
 
 // logInsert logs the rows of an executed insert plan; ids are their keys.
@@ -303,7 +311,7 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 			case col == t.pk:
 				b = appendJSONValue(b, ids[r])
 			case pos[i] >= 0:
-				b = appendJSONValue(b, args[pos[i]])
+				b = appendSQLValue(b, args[pos[i]])
 			default:
 				b = append(b, k.defaults[i]...)
 			}

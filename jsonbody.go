@@ -213,6 +213,16 @@ func (js *jsonStream) digits(i int) int {
 
 // number reads a number as JSON writes it, kept exact as json.Number.
 func (js *jsonStream) number() (json.Token, error) {
+	n, err := js.numberText()
+	if err != nil {
+		return nil, err
+	}
+	return json.Number(n), nil
+}
+
+// numberText reads a number as JSON writes it and returns its text, valid
+// until the next read.
+func (js *jsonStream) numberText() ([]byte, error) {
 	i := 0
 	c, _ := js.at(0)
 	if c == '-' {
@@ -249,7 +259,7 @@ func (js *jsonStream) number() (json.Token, error) {
 	if js.rerr != nil && js.rerr != io.EOF && js.pos+i >= js.lim {
 		return nil, js.rerr // the number may go on past the reader's failure
 	}
-	n := json.Number(js.buf[js.pos : js.pos+i])
+	n := js.buf[js.pos : js.pos+i]
 	js.pos += i
 	return n, nil
 }
@@ -316,10 +326,19 @@ func unquote(raw []byte) (string, error) {
 
 // str reads a string value.
 func (js *jsonStream) str() (json.Token, error) {
+	s, err := js.text()
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// text reads a string value, as a string.
+func (js *jsonStream) text() (string, error) {
 	raw, slow, err := js.quoted()
 	switch {
 	case err != nil:
-		return nil, err
+		return "", err
 	case slow:
 		return unquote(raw)
 	}
@@ -435,6 +454,16 @@ func (js *jsonStream) object(notObject error, field func(key string) error) erro
 
 // fields reads the rest of an object whose '{' was read.
 func (js *jsonStream) fields(field func(key string) error) error {
+	var k string
+	return js.members(func() (err error) {
+		k, err = js.key()
+		return err
+	}, func() error { return field(k) })
+}
+
+// members reads the rest of an object whose '{' was read: for each member,
+// key reads its key (from its opening quote) and value its value.
+func (js *jsonStream) members(key, value func() error) error {
 	c, err := js.next()
 	if err != nil {
 		return err
@@ -447,8 +476,7 @@ func (js *jsonStream) fields(field func(key string) error) error {
 		if c != '"' {
 			return invalidJSON()
 		}
-		key, err := js.key()
-		if err != nil {
+		if err := key(); err != nil {
 			return err
 		}
 		if c, err = js.next(); err != nil {
@@ -458,7 +486,7 @@ func (js *jsonStream) fields(field func(key string) error) error {
 			return invalidJSON()
 		}
 		js.pos++
-		if err := field(key); err != nil {
+		if err := value(); err != nil {
 			return err
 		}
 		if c, err = js.next(); err != nil {

@@ -3,6 +3,7 @@ package projectdata_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"reflect"
 	"testing"
@@ -14,8 +15,10 @@ import (
 // against encoding/json (with UseNumber): a body encoding/json refuses is
 // refused; an insert body of the accepted shape (one flat object, or an
 // array of them, whose values are scalars) decodes to the same rows; any
-// other shape is refused. `go test` runs the seeds; `go test -fuzz
-// FuzzDecodeRows` explores further.
+// other shape is refused. InsertJSON's decoder (cells, not Rows) must
+// agree with DecodeRows on every body: the same rows, or the same error.
+// `go test` runs the seeds; `go test -fuzz FuzzDecodeRows` explores
+// further.
 func FuzzDecodeRowsAgreesWithEncodingJSON(f *testing.F) {
 	for _, seed := range []string{
 		`{"a":1}`, `[{"a":1,"b":"x"},{"c":null,"d":true,"e":false}]`, ` [ ] `, `[{}]`,
@@ -24,11 +27,20 @@ func FuzzDecodeRowsAgreesWithEncodingJSON(f *testing.F) {
 		`{"a":[1]}`, `{"a":{"b":1}}`, `[1]`, `"x"`, `{"a":01}`, `{"a":1.}`, `{"a":.5}`,
 		`{"a":tru}`, `{"a":1,}`, `[{"a":1},]`, `{"a" 1}`, `{"a":1} x`, `{'a':1}`,
 		`{"a":"tab	in string"}`, `{"a":-}`, `{"a":1e}`, `{"\u0061":1}`,
+		`[{"a":1,"b":2},{"b":3,"a":4},{"a":5,"a":"x","b":null},{"\u0062":6,"b":7}]`,
+		`[{"a":1},{"a":2,"b":[]}]`, `[{"a":1},2]`, `[{"a":1},{"A":2,"a":3}]`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rows, err := projectdata.DecodeRows(bytes.NewReader(body), 0)
+		cells, cerr := projectdata.DecodeInsertBody(bytes.NewReader(body), 0)
+		if fmt.Sprint(cerr) != fmt.Sprint(err) || projectdata.ErrorCode(cerr) != projectdata.ErrorCode(err) {
+			t.Fatalf("%q: InsertJSON's decoder: %v, DecodeRows: %v", body, cerr, err)
+		}
+		if err == nil && !reflect.DeepEqual(cells, rows) {
+			t.Fatalf("%q: InsertJSON's decoder: %#v, DecodeRows: %#v", body, cells, rows)
+		}
 		d := json.NewDecoder(bytes.NewReader(body))
 		d.UseNumber()
 		var v any

@@ -125,17 +125,25 @@ type BulkResult struct {
 // ErrPermissionDenied. Messages name the index of the failing row (0-based:
 // "row 2: …") and, where known, its column and value.
 func (s *Store) Insert(ctx context.Context, slug, table string, rows []Row) (InsertResult, error) {
+	return s.insert(ctx, slug, table, len(rows), rows, func(t *tableInfo) (*insertPlan, error) {
+		return planInsert(t, rows)
+	})
+}
+
+// insert inserts n rows (see Insert): rows is what idempotency
+// fingerprints, planInsert checks and plans them for a table.
+func (s *Store) insert(ctx context.Context, slug, table string, n int, rows any, planInsert func(t *tableInfo) (*insertPlan, error)) (InsertResult, error) {
 	var res InsertResult
 	err := s.withWrite(ctx, slug, writeCall{op: OpInsertRecords, args: []any{table, rows}, results: []any{&res}}, func(ctx context.Context, p *project) error {
-		if len(rows) > s.opts.MaxInsertRows {
-			return errorf(ErrTooManyRows, "an insert takes at most %d rows; %d were given", s.opts.MaxInsertRows, len(rows))
+		if n > s.opts.MaxInsertRows {
+			return errorf(ErrTooManyRows, "an insert takes at most %d rows; %d were given", s.opts.MaxInsertRows, n)
 		}
 		// Checking the rows against a cached registry before taking the
 		// writer lets one insert's checks overlap another's SQLite work;
 		// the plan is used only if the registry is still the same there.
 		var early *insertPlan
 		if t := p.cachedTable(table); t != nil {
-			early, _ = planInsert(t, rows)
+			early, _ = planInsert(t)
 		}
 		return p.write(ctx, func(c *conn) error {
 			t, err := p.tableFor(c, table)
@@ -144,7 +152,7 @@ func (s *Store) Insert(ctx context.Context, slug, table string, rows []Row) (Ins
 			}
 			plan := early
 			if plan == nil || plan.t != t {
-				if plan, err = planInsert(t, rows); err != nil {
+				if plan, err = planInsert(t); err != nil {
 					return err
 				}
 			}
@@ -197,7 +205,7 @@ func (p *project) cachedTable(ref string) *tableInfo {
 // colValue is one column of a row with its converted value.
 type colValue struct {
 	col *columnInfo
-	val any // nil, int64, float64 or string
+	val sqlValue
 }
 
 // rowValues checks a row against t and appends its columns with their
@@ -214,14 +222,23 @@ func (t *tableInfo) rowValues(row Row, buf []colValue) ([]colValue, error) {
 		if err != nil {
 			return nil, errors.WithMessagef(err, "column %q", col.Name)
 		}
-		// Insertion sort: rows have few keys.
-		buf = append(buf, colValue{col, x})
-		for j := len(buf) - 1; j > start && buf[j].col.ID <= buf[j-1].col.ID; j-- {
-			if buf[j].col == buf[j-1].col {
-				return nil, errorf(ErrInvalidRequest, "column %q is given twice", col.Name)
-			}
-			buf[j], buf[j-1] = buf[j-1], buf[j]
+		if buf, err = addColValue(buf, start, colValue{col, sqlValueOf(x)}); err != nil {
+			return nil, err
 		}
+	}
+	return buf, nil
+}
+
+// addColValue adds cv to the row's values buf[start:], kept ordered by
+// column id; a column given twice is ErrInvalidRequest.
+func addColValue(buf []colValue, start int, cv colValue) ([]colValue, error) {
+	// Insertion sort: rows have few keys.
+	buf = append(buf, cv)
+	for j := len(buf) - 1; j > start && buf[j].col.ID <= buf[j-1].col.ID; j-- {
+		if buf[j].col == buf[j-1].col {
+			return nil, errorf(ErrInvalidRequest, "column %q is given twice", cv.col.Name)
+		}
+		buf[j], buf[j-1] = buf[j-1], buf[j]
 	}
 	return buf, nil
 }
@@ -318,45 +335,64 @@ func (sh *insertShape) matches(vals []colValue) bool {
 type insertPlan struct {
 	t      *tableInfo
 	shapes []*insertShape // by row
-	args   []any          // the converted values, row after row
+	args   []sqlValue     // the converted values, row after row
 	starts []int          // row i's values are args[starts[i]:starts[i+1]]
 }
 
 // planInsert checks every row and plans its statement: one statement per
 // distinct set of columns, reused by every row with that set.
 func planInsert(t *tableInfo, rows []Row) (*insertPlan, error) {
-	pl := &insertPlan{t: t, shapes: make([]*insertShape, len(rows)), starts: make([]int, len(rows)+1)}
+	perRow := 0
 	if len(rows) > 0 {
-		pl.args = make([]any, 0, len(rows)*len(rows[0]))
+		perRow = len(rows[0])
 	}
-	bySQL := map[string]*insertShape{}
+	pb := newPlanBuilder(t, len(rows), perRow)
 	var (
-		buf  []colValue
-		prev *insertShape
-		err  error
+		buf []colValue
+		err error
 	)
 	for i, row := range rows {
 		buf, err = t.rowValues(row, buf[:0])
 		if err != nil {
 			return nil, errors.WithMessagef(err, "row %d", i)
 		}
-		sh := prev
-		if sh == nil || !sh.matches(buf) {
-			sh = newInsertShape(t, buf)
-			if known, ok := bySQL[sh.sql]; ok {
-				sh = known
-			} else {
-				bySQL[sh.sql] = sh
-			}
-			prev = sh
-		}
-		pl.shapes[i] = sh
-		for _, cv := range buf {
-			pl.args = append(pl.args, cv.val)
-		}
-		pl.starts[i+1] = len(pl.args)
+		pb.add(i, buf)
 	}
-	return pl, nil
+	return pb.pl, nil
+}
+
+// planBuilder makes an insert plan row by row.
+type planBuilder struct {
+	pl    *insertPlan
+	bySQL map[string]*insertShape
+	prev  *insertShape // the last row's
+}
+
+// newPlanBuilder starts the plan of n rows of t, of about perRow values each.
+func newPlanBuilder(t *tableInfo, n, perRow int) *planBuilder {
+	return &planBuilder{
+		pl:    &insertPlan{t: t, shapes: make([]*insertShape, n), starts: make([]int, n+1), args: make([]sqlValue, 0, n*perRow)},
+		bySQL: map[string]*insertShape{},
+	}
+}
+
+// add plans row i, whose checked values are vals (ordered by column id).
+func (pb *planBuilder) add(i int, vals []colValue) {
+	pl, sh := pb.pl, pb.prev
+	if sh == nil || !sh.matches(vals) {
+		sh = newInsertShape(pl.t, vals)
+		if known, ok := pb.bySQL[sh.sql]; ok {
+			sh = known
+		} else {
+			pb.bySQL[sh.sql] = sh
+		}
+		pb.prev = sh
+	}
+	pl.shapes[i] = sh
+	for _, cv := range vals {
+		pl.args = append(pl.args, cv.val)
+	}
+	pl.starts[i+1] = len(pl.args)
 }
 
 // run executes the plan on c, inside the caller's transaction, and returns
@@ -384,7 +420,7 @@ func (pl *insertPlan) run(ctx context.Context, c *conn) ([]any, error) {
 		args := pl.args[pl.starts[i]:pl.starts[i+1]]
 		var err error
 		if sh.returning {
-			_, err = c.queryRow(sh.sql, args, scan)
+			_, err = c.queryRow(sh.sql, anys(args), scan)
 			ids[i] = vals[0]
 		} else {
 			// Every parameter is bound for every row: the cached
@@ -393,11 +429,11 @@ func (pl *insertPlan) run(ctx context.Context, c *conn) ([]any, error) {
 			if st, err = c.prepare(sh.sql); err != nil {
 				return nil, err
 			}
-			if err = bindAll(st, args); err == nil {
+			if err = bindValues(st, args); err == nil {
 				err = st.Exec()
 			}
-			if sh.pk >= 0 && args[sh.pk] != nil {
-				ids[i] = args[sh.pk]
+			if sh.pk >= 0 && !args[sh.pk].isNull() {
+				ids[i] = args[sh.pk].any()
 			} else {
 				ids[i] = c.db.LastInsertRowID()
 			}
@@ -418,12 +454,12 @@ func (pl *insertPlan) chunkAt(i int) int {
 	if n < 2 || i+n > len(pl.shapes) {
 		return 0
 	}
-	given := sh.pk >= 0 && pl.args[pl.starts[i]+sh.pk] != nil
+	given := sh.pk >= 0 && !pl.args[pl.starts[i]+sh.pk].isNull()
 	if !given && (pl.t.pk == nil || pl.t.pk.Type != TypeInteger) {
 		return 0 // no rowid key to know (a table's rowid is not its key)
 	}
 	for j := i; j < i+n; j++ {
-		if pl.shapes[j] != sh || (sh.pk >= 0 && (pl.args[pl.starts[j]+sh.pk] != nil) != given) {
+		if pl.shapes[j] != sh || (sh.pk >= 0 && !pl.args[pl.starts[j]+sh.pk].isNull() != given) {
 			return 0
 		}
 	}
@@ -441,7 +477,7 @@ func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any, top *largestKey) (d
 	// so the rows of one statement get consecutive rowids in order, unless
 	// the largest is near the end of the range (SQLite then picks free
 	// ones at random): there, the rows go one by one.
-	rowids := sh.pk < 0 || pl.args[pl.starts[i]+sh.pk] == nil
+	rowids := sh.pk < 0 || pl.args[pl.starts[i]+sh.pk].isNull()
 	if rowids {
 		if !top.known {
 			if _, err := c.queryRow(`SELECT max(`+pl.t.pk.quoted+`) FROM `+pl.t.quoted, nil, func(st *sqlite3.Stmt) error {
@@ -460,7 +496,7 @@ func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any, top *largestKey) (d
 	if err != nil {
 		return false, err
 	}
-	if err := bindAll(st, pl.args[pl.starts[i]:pl.starts[i+n]]); err != nil {
+	if err := bindValues(st, pl.args[pl.starts[i]:pl.starts[i+n]]); err != nil {
 		return false, err
 	}
 	if err := st.Exec(); err != nil {
@@ -474,7 +510,7 @@ func (pl *insertPlan) runChunk(c *conn, i, n int, ids []any, top *largestKey) (d
 		if rowids {
 			ids[i+j] = last - int64(n-1-j)
 		} else {
-			ids[i+j] = pl.args[pl.starts[i+j]+sh.pk]
+			ids[i+j] = pl.args[pl.starts[i+j]+sh.pk].any()
 		}
 	}
 	if rowids {
@@ -504,16 +540,16 @@ func (pl *insertPlan) rowError(ctx context.Context, c *conn, i int, err error) e
 		// The row failed, so a row holding one of its unique values is
 		// the one it collides with (an earlier row of this insert, maybe).
 		for j, col := range sh.cols {
-			if !col.IsUnique || args[j] == nil {
+			if !bool(col.IsUnique) || args[j].isNull() {
 				continue
 			}
 			found := false
-			qerr := c.queryOnce(`SELECT 1 FROM `+pl.t.quoted+` WHERE `+col.quoted+` = ? LIMIT 1`, args[j:j+1], func(*sqlite3.Stmt) error {
+			qerr := c.queryOnce(`SELECT 1 FROM `+pl.t.quoted+` WHERE `+col.quoted+` = ? LIMIT 1`, anys(args[j:j+1]), func(*sqlite3.Stmt) error {
 				found = true
 				return nil
 			})
 			if qerr == nil && found {
-				return errorf(code, "row %d: column %q value %s already exists in table %q", i, col.Name, showValue(args[j]), pl.t.Name)
+				return errorf(code, "row %d: column %q value %s already exists in table %q", i, col.Name, showValue(args[j].any()), pl.t.Name)
 			}
 		}
 	case ErrNotNullViolation:
@@ -521,7 +557,7 @@ func (pl *insertPlan) rowError(ctx context.Context, c *conn, i int, err error) e
 			if col.IsNullable || (col == pl.t.pk && col.Type == TypeInteger) {
 				continue // nullable, or the rowid: NULL assigns one
 			}
-			if j := sh.index(col); (j >= 0 && args[j] == nil) || (j < 0 && col.DefaultValue == nil) {
+			if j := sh.index(col); (j >= 0 && args[j].isNull()) || (j < 0 && col.DefaultValue == nil) {
 				return errorf(code, "row %d: column %q must not be NULL", i, col.Name)
 			}
 		}
@@ -801,7 +837,7 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 			}
 			sql.WriteString(cv.col.quoted)
 			sql.WriteString(" = ?")
-			args[i] = cv.val
+			args[i] = cv.val.any()
 			setsKey = setsKey || cv.col == t.pk
 		}
 		return args, setsKey, nil

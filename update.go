@@ -60,7 +60,7 @@ func (s *Store) UpdateFoundRecord(ctx context.Context, slug, table string, id an
 				}
 				sql.WriteString(cv.col.quoted)
 				sql.WriteString(" = ?")
-				args = append(args, cv.val)
+				args = append(args, cv.val.any())
 			}
 			sql.WriteString(" WHERE ")
 			sql.WriteString(t.pk.quoted)

@@ -228,15 +228,16 @@ func (h *Handler) insertRecords(r *http.Request, ps httprouter.Params) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	rows, err := h.store.DecodeRows(body)
+	res, err := h.store.InsertJSON(r.Context(), ps.ByName("project"), ps.ByName("table"), body)
 	if pd.ErrorCode(err) == pd.ErrInvalidJSON && r.ContentLength == 0 {
 		err = errorf(pd.ErrInvalidRequest, "send a row object or an array of row objects")
 	}
 	if err != nil {
 		return 0, nil, err
 	}
-	res, err := h.store.Insert(r.Context(), ps.ByName("project"), ps.ByName("table"), rows)
-	return http.StatusCreated, res, err
+	// The same bytes as encoding/json's, without its reflection.
+	data, err := res.AppendJSON(make([]byte, 0, 64+8*len(res.InsertedIDs)))
+	return http.StatusCreated, json.RawMessage(data), err
 }
 
 func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
