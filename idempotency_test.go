@@ -115,6 +115,23 @@ func TestIdempotencyRetryThatCouldRunAgainChangesNothing(t *testing.T) {
 	rec, err := s.GetRecord(ctx, "acme", "notes", id)
 	is.NoErr(err)
 	is.Equal(rec["body"], "z") // the retry did not apply
+
+	// Retries whose own run fails because the first one applied (a
+	// unique value now taken, a record now gone) replay the first answer.
+	_, err = s.AddColumn(ctx, "acme", "notes", projectdata.ColumnDef{Name: "code", Unique: true})
+	is.NoErr(err)
+	cctx, _ := replays("note-2")
+	firstCoded, err := s.Insert(cctx, "acme", "notes", []projectdata.Row{{"code": "c1"}})
+	is.NoErr(err)
+	againCoded, err := s.Insert(cctx, "acme", "notes", []projectdata.Row{{"code": "c1"}})
+	is.NoErr(err)
+	is.Equal(againCoded, firstCoded)
+	dctx, _ := replays("note-2-delete")
+	gone, err := s.DeleteRecord(dctx, "acme", "notes", firstCoded.InsertedIDs[0])
+	is.NoErr(err)
+	goneAgain, err := s.DeleteRecord(dctx, "acme", "notes", firstCoded.InsertedIDs[0])
+	is.NoErr(err)
+	is.Equal(goneAgain, gone)
 }
 
 func TestIdempotencyKeyReusedForOtherArguments(t *testing.T) {
