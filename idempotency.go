@@ -16,7 +16,7 @@ import (
 // Idempotency asks the Store to apply a write at most once: the first call
 // with a key runs and its answer (result or error) is stored in the same
 // SQLite transaction as its effect; a later call with the same key and the
-// same fingerprint gets the stored answer and runs nothing. Keys are scoped
+// same fingerprint gets the stored answer and applies nothing. Keys are scoped
 // to the project and the caller's token (see WithCaller; the application's
 // own calls, without a caller, share one scope). See WithIdempotency.
 type Idempotency struct {
@@ -30,7 +30,7 @@ type Idempotency struct {
 	// bytes. Nil: the Store fingerprints the operation and its arguments.
 	Fingerprint func() []byte
 	// OnReplay, when set, is called when the answer is a stored one (the
-	// operation did not run), before the Store method returns.
+	// operation applied nothing), before the Store method returns.
 	OnReplay func()
 }
 
@@ -48,7 +48,9 @@ type idempotencyKey struct{}
 //     stored: a retry runs);
 //   - a later call with the same key and fingerprint returns the stored
 //     result (decoded from JSON: numbers in `any` fields come back as int64
-//     when integral, else float64) or the stored error, and runs nothing;
+//     when integral, else float64) or the stored error, and applies
+//     nothing (a record write may run and roll back: it finds the stored
+//     answer when it stores its own);
 //   - the same key with another fingerprint is ErrIdempotencyKeyReused;
 //   - the same key while its first call still runs in this Store is
 //     ErrIdempotencyKeyInFlight;
@@ -190,9 +192,10 @@ func (s *Store) runIdempotent(ctx context.Context, p *project, idem Idempotency,
 		}
 	}
 	pend := &pendingAnswer{
-		answer:  &storedAnswer{scope: scope, fingerprint: fp, expiresAt: now.Add(s.opts.IdempotencyTTL)},
-		results: call.results,
-		now:     now,
+		answer:    &storedAnswer{scope: scope, fingerprint: fp, expiresAt: now.Add(s.opts.IdempotencyTTL)},
+		results:   call.results,
+		now:       now,
+		lookFirst: !storedAfterEffect(call.op),
 	}
 	runCtx := context.WithValue(context.WithValue(ctx, idempotencyKey{}, nil), pendingAnswerKey{}, pend)
 	err = fn(runCtx, p)
@@ -221,9 +224,9 @@ func (s *Store) runIdempotent(ctx context.Context, p *project, idem Idempotency,
 
 // lookedUpFirst reports whether op's stored answer is looked up before op
 // runs, on a reader. The record writes, whose only effect is their one
-// write, skip that read transaction: their write looks the answer up on
-// the writer before it changes anything (see recordingAnswer), and an
-// answer found there, or when they fail or succeed before writing (see
+// write, skip that read transaction: their write finds the answer on the
+// writer and then changes nothing (see recordingAnswer), and an answer
+// found there, or when they fail or succeed before writing (see
 // storeAnswerAlone), is replayed instead. Other operations may have effects
 // outside the database (an export's file) or bookkeeping writes before
 // their effect, which a replay must not repeat.
@@ -233,6 +236,18 @@ func lookedUpFirst(op Operation) bool {
 		return false
 	}
 	return true
+}
+
+// storedAfterEffect reports whether op's write stores its answer without
+// looking the key up before its effect (see recordingAnswer): a replay of
+// it then runs its write and rolls it back, which costs about what the
+// request did. The bulk writes, which may run long, look the key up first.
+func storedAfterEffect(op Operation) bool {
+	switch op {
+	case OpInsertRecords, OpUpdateRecord, OpDeleteRecord:
+		return true
+	}
+	return false
 }
 
 // storableError reports whether an error is an answer to store: not a
@@ -254,12 +269,7 @@ func storableError(ctx context.Context, err error) bool {
 // Failing leaves no record, so a retry runs again: the answer had no effect
 // to pair with.
 func (s *Store) storeAnswerAlone(ctx context.Context, p *project, pend *pendingAnswer) {
-	err := p.write(context.WithoutCancel(ctx), func(c *conn) error {
-		if err := pend.lookup(c); err != nil {
-			return err
-		}
-		return pend.store(c)
-	})
+	err := p.write(context.WithoutCancel(ctx), pend.store)
 	if err != nil && !errors.Is(err, errAnswerFound) {
 		s.opts.Logger.Warn("store idempotent answer", "project", p.slug, "err", err)
 	}
@@ -271,14 +281,19 @@ func fingerprint(idem Idempotency, call writeCall) ([]byte, error) {
 		sum := sha256.Sum256(append([]byte("request\x00"), idem.Fingerprint()...))
 		return sum[:], nil
 	}
-	args, err := json.Marshal(call.args)
-	if err != nil {
-		return nil, errorf(ErrInvalidRequest, "the arguments of %s cannot be fingerprinted for idempotency: %v", call.op, err)
+	var buf [512]byte
+	b := append(append(append(buf[:0], "call\x00"...), call.op...), 0)
+	b, ok := appendArgsJSON(b, call.args)
+	if !ok {
+		args, err := json.Marshal(call.args)
+		if err != nil {
+			return nil, errorf(ErrInvalidRequest, "the arguments of %s cannot be fingerprinted for idempotency: %v", call.op, err)
+		}
+		b = append(append(append(b[:0], "call\x00"...), call.op...), 0)
+		b = append(b, args...)
 	}
-	h := sha256.New()
-	h.Write([]byte("call\x00" + string(call.op) + "\x00"))
-	h.Write(args)
-	return h.Sum(nil), nil
+	sum := sha256.Sum256(b)
+	return sum[:], nil
 }
 
 // inFlightKeys is a project's set of idempotency scopes whose first call
@@ -394,8 +409,11 @@ type pendingAnswer struct {
 	answer  *storedAnswer
 	results []any
 	now     time.Time // when the operation started: answers expired then are not live
-	written bool
-	found   *storedAnswer
+	// lookFirst: the write looks the key up before fn runs (see
+	// recordingAnswer).
+	lookFirst bool
+	written   bool
+	found     *storedAnswer
 }
 
 // withoutIdempotencyRecord returns ctx for a write that is bookkeeping, not
@@ -408,18 +426,24 @@ func withoutIdempotencyRecord(ctx context.Context) context.Context {
 }
 
 // recordingAnswer wraps the fn of a project.write: when ctx carries an
-// idempotent operation's answer not yet stored, fn's unit of work first
-// looks the key up on the writer (a live answer there: fn does not run, the
-// write fails with errAnswerFound and changed nothing) and else stores the
-// answer after fn's own changes, so both commit together or neither does.
+// idempotent operation's answer not yet stored, the answer is stored after
+// fn's own changes, in the same unit of work, so both commit together or
+// neither does. The key is not looked up before fn runs (one statement
+// less per keyed write): the answer's insert finds a live answer stored
+// under the key, and then the write fails with errAnswerFound, so that
+// fn's changes roll back with it. Operations that may have effects outside
+// the database (see lookedUpFirst) look the key up on the writer before fn
+// runs instead, as they did on a reader.
 func recordingAnswer(ctx context.Context, fn func(c *conn) error) func(c *conn) error {
 	pend, _ := ctx.Value(pendingAnswerKey{}).(*pendingAnswer)
 	if pend == nil || pend.written {
 		return fn
 	}
 	return func(c *conn) error {
-		if err := pend.lookup(c); err != nil {
-			return err
+		if pend.lookFirst {
+			if err := pend.lookup(c); err != nil {
+				return err
+			}
 		}
 		if err := fn(c); err != nil {
 			return err
@@ -447,14 +471,14 @@ func (pend *pendingAnswer) lookup(c *conn) error {
 }
 
 // store encodes the results (unless the answer is an error) and inserts the
-// answer on c, in the transaction in which lookup found no live answer
-// under its key: an expired one there is replaced, and the new row's id
-// is the newest, as pruning needs.
+// answer on c. A live answer stored under its key already is pend.found,
+// the error errAnswerFound, and nothing is stored; an expired one is
+// replaced, and the new row's id is the newest, as pruning needs.
 func (pend *pendingAnswer) store(c *conn) error {
 	a := pend.answer
 	var code, message any // NULL for a result
 	if a.code == "" {
-		body, err := json.Marshal(pend.results)
+		body, err := encodeAnswer(pend.results)
 		if err != nil {
 			return errors.Wrap(err, "encode idempotent answer")
 		}
@@ -462,10 +486,21 @@ func (pend *pendingAnswer) store(c *conn) error {
 	} else {
 		code, message = string(a.code), a.message
 	}
-	err := c.exec(`INSERT OR REPLACE INTO _pd_idempotency
+	args := []any{a.scope.tokenID, a.scope.key, a.fingerprint, code, message, a.result, a.compressed, a.expiresAt.UnixMilli()}
+	// A new key (the common case) takes one statement: the insert, which
+	// does nothing when the key is taken.
+	err := c.exec(`INSERT INTO _pd_idempotency
 		(token_id, key, fingerprint, code, message, result, compressed, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		a.scope.tokenID, a.scope.key, a.fingerprint, code, message, a.result, a.compressed, a.expiresAt.UnixMilli())
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token_id, key) DO NOTHING`, args...)
+	if err != nil || c.db.Changes() == 1 {
+		return errors.Wrap(err, "store idempotent answer")
+	}
+	if err := pend.lookup(c); err != nil {
+		return err
+	}
+	err = c.exec(`INSERT OR REPLACE INTO _pd_idempotency
+		(token_id, key, fingerprint, code, message, result, compressed, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, args...)
 	return errors.Wrap(err, "store idempotent answer")
 }
 

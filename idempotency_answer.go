@@ -100,6 +100,9 @@ func decodeAnswer(stored []byte, compressed bool, results []any) error {
 		return errors.Errorf("decode idempotent answer: %d results stored, %d expected", len(parts), len(results))
 	}
 	for i, part := range parts {
+		// The operation may have run before its answer was found: what
+		// it set is not the answer.
+		reflect.ValueOf(results[i]).Elem().SetZero()
 		d := json.NewDecoder(bytes.NewReader(part))
 		d.UseNumber()
 		if err := d.Decode(results[i]); err != nil {

@@ -65,6 +65,75 @@ func TestIdempotencyReplaysInsert(t *testing.T) {
 	is.Equal(countRows(t, dir, "items"), 2) // applied once
 }
 
+// TestIdempotencyRetryThatCouldRunAgainChangesNothing: an insert into a
+// table without a unique column, or a record's update, could apply again
+// on a retry. Their write stores the answer after its effect, without
+// looking the key up first: finding the stored answer there rolls the
+// retry's effect back (rows, change log), and the stored answer is
+// replayed; with other arguments, the key is refused, likewise with nothing
+// applied.
+func TestIdempotencyRetryThatCouldRunAgainChangesNothing(t *testing.T) {
+	is := is.New(t)
+	s, dir, _ := idemStore(t)
+	_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+	is.NoErr(err)
+	changes := func() int {
+		page, err := s.ListChanges(ctx, "acme", projectdata.ChangeQuery{})
+		is.NoErr(err)
+		return len(page.Changes)
+	}
+	rows := []projectdata.Row{{"body": "x"}}
+	kctx, replayed := replays("note-1")
+	first, err := s.Insert(kctx, "acme", "notes", rows)
+	is.NoErr(err)
+	logged := changes()
+	for range 2 {
+		again, err := s.Insert(kctx, "acme", "notes", rows)
+		is.NoErr(err)
+		is.Equal(again, first)
+	}
+	is.Equal(*replayed, 2)
+	is.Equal(countRows(t, dir, "notes"), 1) // applied once
+	is.Equal(changes(), logged)             // the retries' log records rolled back too
+
+	_, err = s.Insert(kctx, "acme", "notes", []projectdata.Row{{"body": "other"}})
+	pdtest.Code(t, err, projectdata.ErrIdempotencyKeyReused)
+	is.Equal(countRows(t, dir, "notes"), 1)
+
+	id := first.InsertedIDs[0]
+	uctx, updated := replays("note-1-update")
+	up, err := s.UpdateRecord(uctx, "acme", "notes", id, projectdata.Row{"body": "y"})
+	is.NoErr(err)
+	_, err = s.UpdateRecord(ctx, "acme", "notes", id, projectdata.Row{"body": "z"}) // unkeyed, in between
+	is.NoErr(err)
+	logged = changes()
+	again, err := s.UpdateRecord(uctx, "acme", "notes", id, projectdata.Row{"body": "y"})
+	is.NoErr(err)
+	is.Equal(*updated, 1)
+	is.Equal(again, up)
+	is.Equal(changes(), logged)
+	rec, err := s.GetRecord(ctx, "acme", "notes", id)
+	is.NoErr(err)
+	is.Equal(rec["body"], "z") // the retry did not apply
+
+	// Retries whose own run fails because the first one applied (a
+	// unique value now taken, a record now gone) replay the first answer.
+	_, err = s.AddColumn(ctx, "acme", "notes", projectdata.ColumnDef{Name: "code", Unique: true})
+	is.NoErr(err)
+	cctx, _ := replays("note-2")
+	firstCoded, err := s.Insert(cctx, "acme", "notes", []projectdata.Row{{"code": "c1"}})
+	is.NoErr(err)
+	againCoded, err := s.Insert(cctx, "acme", "notes", []projectdata.Row{{"code": "c1"}})
+	is.NoErr(err)
+	is.Equal(againCoded, firstCoded)
+	dctx, _ := replays("note-2-delete")
+	gone, err := s.DeleteRecord(dctx, "acme", "notes", firstCoded.InsertedIDs[0])
+	is.NoErr(err)
+	goneAgain, err := s.DeleteRecord(dctx, "acme", "notes", firstCoded.InsertedIDs[0])
+	is.NoErr(err)
+	is.Equal(goneAgain, gone)
+}
+
 func TestIdempotencyKeyReusedForOtherArguments(t *testing.T) {
 	is := is.New(t)
 	s, dir, _ := idemStore(t)
