@@ -2,7 +2,6 @@ package projectdata
 
 import (
 	"encoding/json"
-	"math"
 	"slices"
 	"strconv"
 )
@@ -29,7 +28,7 @@ func appendArgsJSON(dst []byte, v any) (_ []byte, ok bool) {
 	case int64:
 		return strconv.AppendInt(dst, v, 10), true
 	case float64:
-		return appendFloatJSON(dst, v)
+		return appendJSONFloat(dst, v)
 	case Row:
 		return appendMapJSON(dst, v)
 	case map[string]any:
@@ -40,27 +39,6 @@ func appendArgsJSON(dst []byte, v any) (_ []byte, ok bool) {
 		return appendListJSON(dst, v)
 	}
 	return dst, false
-}
-
-// appendFloatJSON writes a float64 as encoding/json does (the ES6 number
-// form); NaN and infinities, which json.Marshal refuses, are left to it.
-func appendFloatJSON(dst []byte, f float64) ([]byte, bool) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return dst, false
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	dst = strconv.AppendFloat(dst, f, format, -1, 64)
-	if format == 'e' {
-		// Clean up e-09 to e-9, as encoding/json does.
-		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-			dst[n-2] = dst[n-1]
-			dst = dst[:n-1]
-		}
-	}
-	return dst, true
 }
 
 // appendMapJSON writes an object with its keys sorted, as encoding/json
@@ -114,12 +92,8 @@ func appendListJSON[E any](dst []byte, list []E) ([]byte, bool) {
 func encodeAnswer(results []any) ([]byte, error) {
 	if len(results) == 1 {
 		if r, ok := results[0].(*InsertResult); ok {
-			b := make([]byte, 0, 64+8*len(r.InsertedIDs))
-			b = appendHTMLSafe(append(b, `[{"table":`...), r.Table)
-			b = strconv.AppendInt(append(b, `,"inserted_count":`...), int64(r.InsertedCount), 10)
-			if b, ok = appendListJSON(append(b, `,"inserted_ids":`...), r.InsertedIDs); ok {
-				return append(b, "}]"...), nil
-			}
+			b, err := r.AppendJSON(append(make([]byte, 0, 64+8*len(r.InsertedIDs)), '['))
+			return append(b, ']'), err
 		}
 	}
 	return json.Marshal(results)
