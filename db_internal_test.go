@@ -219,3 +219,39 @@ func TestReadsInterruptedByTheirCallerEndWithItsError(t *testing.T) {
 	})
 	is.Equal(err, context.Canceled)
 }
+
+// TestReadSchemaReadsOneSnapshot: every statement of a readSchema reads the
+// snapshot its registry version was read in, whatever commits meanwhile.
+func TestReadSchemaReadsOneSnapshot(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), nil)
+	is.NoErr(err)
+	defer s.Close()
+	_, _, err = s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", TableDef{Name: "t"})
+	is.NoErr(err)
+	p, err := s.acquire(ctx, "acme")
+	is.NoErr(err)
+	defer s.release(p)
+	count := func(c *conn) (n int64) {
+		_, err := c.queryRow(`SELECT count(*) FROM t`, nil, func(st *sqlite3.Stmt) error {
+			n = st.ColumnInt64(0)
+			return nil
+		})
+		is.NoErr(err)
+		return n
+	}
+	err = p.readSchema(ctx, func(c *conn, sc *schema) error {
+		before := count(c)
+		_, err := s.Insert(ctx, "acme", "t", []Row{{}}) // commits on the writer
+		is.NoErr(err)
+		is.Equal(count(c), before) // not seen in this read's snapshot
+		return nil
+	})
+	is.NoErr(err)
+	n, err := s.ListRecords(ctx, "acme", "t", ListOptions{})
+	is.NoErr(err)
+	is.Equal(len(n.Rows), 1) // seen by the next read
+}

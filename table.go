@@ -253,8 +253,8 @@ func timeOrZero(st *sqlite3.Stmt, col int) Timestamp {
 
 // schemaFor returns the project's registry as c's transaction sees it:
 // the cached one when its version is the one stored in the database, else
-// one loaded through c. c must be inside a transaction (a reader in readTx,
-// or the writer in write), so the version and the registry come from the
+// one loaded through c. c must be inside a transaction (a reader in
+// readSchema or readTx, or the writer in write), so the version and the registry come from the
 // snapshot the caller's statements read. A registry loaded while c changes
 // it (inside writeSchema) is not cached: it may never commit.
 func (p *project) schemaFor(c *conn) (*schema, error) {
@@ -262,13 +262,20 @@ func (p *project) schemaFor(c *conn) (*schema, error) {
 	if err != nil {
 		return nil, err
 	}
+	return p.schemaAt(c, v)
+}
+
+// schemaAt is schemaFor with the registry version v already read in c's
+// transaction.
+func (p *project) schemaAt(c *conn, v int64) (*schema, error) {
 	p.schemaMu.Lock()
 	sc := p.schema
 	p.schemaMu.Unlock()
 	if sc != nil && sc.version == v && !c.changingRegistry {
 		return sc, nil
 	}
-	if sc, err = loadSchema(c); err != nil {
+	sc, err := loadSchema(c)
+	if err != nil {
 		return nil, err
 	}
 	sc.version = v
@@ -340,14 +347,41 @@ func (p *project) readSchema(ctx context.Context, fn func(c *conn, sc *schema) e
 }
 
 func (p *project) readSchemaOnce(ctx context.Context, fn func(c *conn, sc *schema) error) error {
-	return p.readTx(ctx, func(c *conn) error {
-		sc, err := p.schemaFor(c)
+	return p.read(ctx, func(c *conn) (err error) {
+		// One read transaction without BEGIN and COMMIT: SQLite keeps a
+		// connection's read transaction while any of its statements is
+		// active, so the registry's version, read first and reset last,
+		// holds it, and fn's statements read the version's snapshot.
+		st, err := c.prepare(heldRegistryVersionSQL)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if c.trapped {
+				return // read drops c, whose SQLite can run nothing more
+			}
+			if rerr := st.Reset(); err == nil {
+				err = rerr
+			}
+		}()
+		if !st.Step() {
+			if err := st.Err(); err != nil {
+				return err
+			}
+			return errors.New("registry version row missing")
+		}
+		sc, err := p.schemaAt(c, st.ColumnInt64(0))
 		if err != nil {
 			return err
 		}
 		return fn(c, sc)
 	})
 }
+
+// heldRegistryVersionSQL reads the registry version as registryVersion
+// does, in a statement of its own, which readSchemaOnce keeps active while
+// fn runs.
+const heldRegistryVersionSQL = `SELECT version AS held FROM _pd_registry WHERE id = 1`
 
 // nameInUse reports whether any schema object (table, index, view,
 // trigger) has the name, case-insensitively.
