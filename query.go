@@ -176,8 +176,9 @@ type QueryResult struct {
 //
 // Errors: ErrWriteSQLForbidden, ErrQueryTableDenied, ErrQueryBudgetExceeded
 // (the message names the full scans of the plan), ErrQueryResultTooLarge,
-// ErrInvalidRequest (no statement, bad SQL, parameters that do not match),
-// ErrProjectNotFound, ErrPermissionDenied.
+// ErrInvalidRequest (no statement, bad SQL, parameters that do not match,
+// more than 64 SELECTs or an expression more than 128 deep: SQLite's own
+// stack holds no more), ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) Query(ctx context.Context, slug string, req QueryRequest) (QueryResult, error) {
 	return s.query(ctx, slug, req, nil)
 }
