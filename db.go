@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -291,7 +292,7 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 	return c.db.Exec(pragmas)
 }
 
-// close finalizes the cached statements and closes the connection.
+// close finalizes the connection's statements and closes it.
 func (c *conn) close() error {
 	if c.heap != nil {
 		c.heap.closed(c)
@@ -300,26 +301,14 @@ func (c *conn) close() error {
 	if c.trapped {
 		return nil
 	}
-	c.forgetStmts()
-	// Any statement still open (none is expected) would keep the
+	// Every statement of the connection: the cached ones, and any left
+	// open (a panic of the driver unwound past it), which would keep the
 	// connection, and its memory, which only closing gives back, open.
-	for st := range c.db.Stmts() {
+	// Collected first: closing one reorders the driver's list.
+	for _, st := range slices.Collect(c.db.Stmts()) {
 		st.Close()
 	}
 	return c.db.Close()
-}
-
-// forgetStmts finalizes every cached statement.
-func (c *conn) forgetStmts() {
-	for sql, st := range c.stmts {
-		st.Close()
-		delete(c.stmts, sql)
-	}
-	if c.queries != nil {
-		for _, q := range c.queries.drain() {
-			q.st.Close()
-		}
-	}
 }
 
 // prepare returns the cached statement for sql, preparing it on first use.

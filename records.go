@@ -189,9 +189,7 @@ func (p *project) tableFor(c *conn, ref string) (*tableInfo, error) {
 // cachedTable returns a table of the cached registry, or nil when there
 // is none or it has no such table.
 func (p *project) cachedTable(ref string) *tableInfo {
-	p.schemaMu.Lock()
-	sc := p.schema
-	p.schemaMu.Unlock()
+	sc := p.cachedSchema()
 	if sc == nil {
 		return nil
 	}
@@ -716,10 +714,7 @@ func (s *Store) FindRecord(ctx context.Context, slug, table string, id any) (Rec
 // know, SQLite's ERROR or SCHEMA for a schema changed by hand) the read
 // runs again as any other (readSchema), which loads the registry.
 func (p *project) readByKey(ctx context.Context, table string, id any, fn func(t *tableInfo, st *sqlite3.Stmt) error) error {
-	p.schemaMu.Lock()
-	sc := p.schema
-	p.schemaMu.Unlock()
-	if sc != nil {
+	if sc := p.cachedSchema(); sc != nil {
 		if t, k, err := tableAndKey(sc, table, id); err == nil {
 			stale, found := false, false
 			err := p.read(ctx, func(c *conn) error {

@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -88,11 +89,11 @@ func bindValues(st *sqlite3.Stmt, vals []sqlValue) error {
 	return nil
 }
 
-// appendSQLValue is appendJSONValue for a sqlValue.
+// appendSQLValue is appendJSONValue for a sqlValue, without boxing it.
 func appendSQLValue(b []byte, v sqlValue) []byte {
 	switch v.kind {
 	case sqlInt:
-		return appendJSONValue(b, v.n)
+		return strconv.AppendInt(b, v.n, 10)
 	case sqlReal:
 		return appendImageFloat(b, v.float())
 	case sqlText:

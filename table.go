@@ -268,9 +268,7 @@ func (p *project) schemaFor(c *conn) (*schema, error) {
 // schemaAt is schemaFor with the registry version v already read in c's
 // transaction.
 func (p *project) schemaAt(c *conn, v int64) (*schema, error) {
-	p.schemaMu.Lock()
-	sc := p.schema
-	p.schemaMu.Unlock()
+	sc := p.cachedSchema()
 	if sc != nil && sc.version == v && !c.changingRegistry {
 		return sc, nil
 	}
@@ -300,6 +298,14 @@ func registryVersion(c *conn) (v int64, err error) {
 		err = errors.New("registry version row missing")
 	}
 	return v, err
+}
+
+// cachedSchema returns the cached registry, nil when there is none. It
+// may be stale: schemaFor and readByKey check its version.
+func (p *project) cachedSchema() *schema {
+	p.schemaMu.Lock()
+	defer p.schemaMu.Unlock()
+	return p.schema
 }
 
 // invalidateSchema drops the cached registry, for a schema changed behind

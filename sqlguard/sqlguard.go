@@ -36,8 +36,28 @@ func init() {
 // WITH … SELECT, or EXPLAIN QUERY PLAN followed by either. Otherwise it
 // returns a *RefusedError saying why and where.
 func Check(sql string) error {
+	_, err := Admit(sql)
+	return err
+}
+
+// Admit is Check that also returns how many SELECT keywords sql holds:
+// its statement's SELECT, its subqueries', its common table expressions'
+// and its compound terms', but none inside a string, a quoted name or a
+// comment. That bounds how deeply a statement can nest its queries, which
+// SQLite resolves recursively. Both come from one pass of the lexer.
+func Admit(sql string) (selects int, err error) {
 	var buf [64]token // enough for typical queries without allocating
 	toks, err := lex(buf[:0], sql)
+	for _, t := range toks {
+		if isKeyword(t, "SELECT") {
+			selects++
+		}
+	}
+	return selects, check(sql, toks, err)
+}
+
+// check is Check over the tokens lex returned for sql.
+func check(sql string, toks []token, err error) error {
 	if err != nil {
 		return err
 	}
@@ -241,21 +261,4 @@ func equalFoldASCII(s, upper string) bool {
 		}
 	}
 	return true
-}
-
-// Selects returns how many SELECT keywords sql holds: its statement's
-// SELECT, its subqueries', its common table expressions' and its compound
-// terms', but none inside a string, a quoted name or a comment. It bounds
-// how deeply a statement can nest its queries, which SQLite resolves
-// recursively.
-func Selects(sql string) int {
-	var buf [64]token
-	toks, _ := lex(buf[:0], sql) // what lexes before an error: Check refuses the rest
-	n := 0
-	for _, t := range toks {
-		if isKeyword(t, "SELECT") {
-			n++
-		}
-	}
-	return n
 }
