@@ -307,7 +307,9 @@ func newInsertShape(t *tableInfo, vals []colValue) *insertShape {
 	return sh
 }
 
-// chunk returns the statement inserting perChunk rows of the shape.
+// chunk returns the statement inserting perChunk rows of the shape. Shapes
+// are shared by the plans of a table (lastShape), but chunk runs only on
+// the project's writer, one write at a time, so its lazy field needs no lock.
 func (sh *insertShape) chunk() string {
 	if sh.chunkSQL == "" {
 		sh.chunkSQL = sh.sql + strings.Repeat(", ("+strings.Repeat("?, ", len(sh.cols)-1)+"?)", sh.perChunk-1)
@@ -369,8 +371,7 @@ type planBuilder struct {
 // newPlanBuilder starts the plan of n rows of t, of about perRow values each.
 func newPlanBuilder(t *tableInfo, n, perRow int) *planBuilder {
 	return &planBuilder{
-		pl:    &insertPlan{t: t, shapes: make([]*insertShape, n), starts: make([]int, n+1), args: make([]sqlValue, 0, n*perRow)},
-		bySQL: map[string]*insertShape{},
+		pl: &insertPlan{t: t, shapes: make([]*insertShape, n), starts: make([]int, n+1), args: make([]sqlValue, 0, n*perRow)},
 	}
 }
 
@@ -378,12 +379,7 @@ func newPlanBuilder(t *tableInfo, n, perRow int) *planBuilder {
 func (pb *planBuilder) add(i int, vals []colValue) {
 	pl, sh := pb.pl, pb.prev
 	if sh == nil || !sh.matches(vals) {
-		sh = newInsertShape(pl.t, vals)
-		if known, ok := pb.bySQL[sh.sql]; ok {
-			sh = known
-		} else {
-			pb.bySQL[sh.sql] = sh
-		}
+		sh = pb.shape(vals)
 		pb.prev = sh
 	}
 	pl.shapes[i] = sh
@@ -391,6 +387,25 @@ func (pb *planBuilder) add(i int, vals []colValue) {
 		pl.args = append(pl.args, cv.val)
 	}
 	pl.starts[i+1] = len(pl.args)
+}
+
+// shape returns the statement of rows with the columns of vals: the
+// table's last one if it matches, else one this plan has, else a new one.
+func (pb *planBuilder) shape(vals []colValue) *insertShape {
+	t := pb.pl.t
+	if last := t.lastShape.Load(); last != nil && last.matches(vals) {
+		return last
+	}
+	sh := newInsertShape(t, vals)
+	if known, ok := pb.bySQL[sh.sql]; ok {
+		return known
+	}
+	if pb.bySQL == nil {
+		pb.bySQL = map[string]*insertShape{}
+	}
+	pb.bySQL[sh.sql] = sh
+	t.lastShape.Store(sh)
+	return sh
 }
 
 // run executes the plan on c, inside the caller's transaction, and returns

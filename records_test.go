@@ -82,6 +82,35 @@ func TestInsert(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(row["name"], "b")
 	})
+	t.Run("SuccessiveInsertsOfOtherColumns", func(t *testing.T) {
+		// An insert reuses the statement of the one before when its rows
+		// have the same columns: each must still store its own columns.
+		is := is.New(t)
+		s := itemsStore(t, nil)
+		bodies := []string{`{"name":"a","qty":1}`, `{"name":"b","price":2.5}`, `{"name":"c","qty":3}`, `[{"qty":4,"name":"d"},{"name":"e"}]`, `{"price":6.5,"name":"f","qty":6}`}
+		want := [][]any{{"a", int64(1), nil}, {"b", int64(7), 2.5}, {"c", int64(3), nil}, {"d", int64(4), nil}, {"e", int64(7), nil}, {"f", int64(6), 6.5}}
+		for _, body := range bodies {
+			_, err := s.Insert(ctx, "acme", "items", rows(t, body))
+			is.NoErr(err)
+			_, err = s.InsertJSON(ctx, "acme", "items", strings.NewReader(body))
+			is.NoErr(err)
+		}
+		res, err := s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT name, qty, price FROM items ORDER BY id"})
+		is.NoErr(err)
+		var got [][]any
+		for _, r := range res.Rows {
+			got = append(got, []any{r["name"], r["qty"], r["price"]})
+		}
+		var twice [][]any // each body went in by Insert, then by InsertJSON
+		i := 0
+		for _, body := range bodies {
+			n := 1 + strings.Count(body, "},{")
+			twice = append(twice, want[i:i+n]...)
+			twice = append(twice, want[i:i+n]...)
+			i += n
+		}
+		is.Equal(got, twice)
+	})
 	t.Run("ReturnsValuesByColumnType", func(t *testing.T) {
 		is := is.New(t)
 		s := itemsStore(t, nil)

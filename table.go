@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/pkg/errors"
@@ -131,6 +132,10 @@ type tableInfo struct {
 	byID    map[int64]*columnInfo
 	pk      *columnInfo
 	keys    rowKeys // the row's JSON keys (rowjson.go)
+
+	// lastShape is the statement of the table's last planned insert:
+	// most inserts give their rows the same columns as the one before.
+	lastShape atomic.Pointer[insertShape]
 }
 
 // columnInfo is one column with its quoted name.
@@ -141,7 +146,7 @@ type columnInfo struct {
 
 // lookupTable finds a table by numeric id or name (case-insensitive).
 func (sc *schema) lookupTable(ref string) (*tableInfo, error) {
-	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
+	if id, ok := refID(ref); ok {
 		if t, ok := sc.byID[id]; ok {
 			return t, nil
 		}
@@ -151,9 +156,20 @@ func (sc *schema) lookupTable(ref string) (*tableInfo, error) {
 	return nil, errorf(ErrTableNotFound, "table %.80q does not exist", ref)
 }
 
+// refID returns the numeric id a table or column reference names, if it
+// is a number. A name (which starts with a letter or an underscore) is not
+// parsed: a failed parse allocates its error, on every request.
+func refID(ref string) (int64, bool) {
+	if ref == "" || !('0' <= ref[0] && ref[0] <= '9' || ref[0] == '-' || ref[0] == '+') {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(ref, 10, 64)
+	return id, err == nil
+}
+
 // lookupColumn finds a column by numeric id or name (case-insensitive).
 func (t *tableInfo) lookupColumn(ref string) (*columnInfo, error) {
-	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
+	if id, ok := refID(ref); ok {
 		if c, ok := t.byID[id]; ok {
 			return c, nil
 		}
