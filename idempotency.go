@@ -74,7 +74,10 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return WithIdempotency(ctx, Idempotency{Key: key})
 }
 
-// idempotencyFrom returns the Idempotency that ctx carries, if any.
+// idempotencyFrom returns the Idempotency that ctx carries, if any. Inside
+// an idempotent operation's run the same context key holds its
+// *pendingAnswer instead (see pendingFrom): the operation's own Store calls
+// are not idempotent again.
 func idempotencyFrom(ctx context.Context) (Idempotency, bool) {
 	idem, ok := ctx.Value(idempotencyKey{}).(Idempotency)
 	return idem, ok
@@ -192,12 +195,12 @@ func (s *Store) runIdempotent(ctx context.Context, p *project, idem Idempotency,
 		}
 	}
 	pend := &pendingAnswer{
-		answer:    &storedAnswer{scope: scope, fingerprint: fp, expiresAt: now.Add(s.opts.IdempotencyTTL)},
+		answer:    storedAnswer{scope: scope, fingerprint: fp, expiresAt: now.Add(s.opts.IdempotencyTTL)},
 		results:   call.results,
 		now:       now,
 		lookFirst: !storedAfterEffect(call.op),
 	}
-	runCtx := context.WithValue(context.WithValue(ctx, idempotencyKey{}, nil), pendingAnswerKey{}, pend)
+	runCtx := context.WithValue(ctx, idempotencyKey{}, pend)
 	err = fn(runCtx, p)
 	switch {
 	case errors.Is(err, errAnswerFound):
@@ -278,7 +281,8 @@ func (s *Store) storeAnswerAlone(ctx context.Context, p *project, pend *pendingA
 // fingerprint is the caller's, or else the operation's and its arguments'.
 func fingerprint(idem Idempotency, call writeCall) ([]byte, error) {
 	if idem.Fingerprint != nil {
-		sum := sha256.Sum256(append([]byte("request\x00"), idem.Fingerprint()...))
+		var buf [64]byte
+		sum := sha256.Sum256(append(append(buf[:0], "request\x00"...), idem.Fingerprint()...))
 		return sum[:], nil
 	}
 	var buf [512]byte
@@ -400,13 +404,11 @@ func (s *Store) pruneAnswers(ctx context.Context, p *project) {
 // operation replays that answer (pendingAnswer.found).
 var errAnswerFound = errors.New("idempotent answer found")
 
-type pendingAnswerKey struct{}
-
 // pendingAnswer is the answer an idempotent operation stores with its
 // first write; written tells whether that happened, found holds the live
 // answer a write found under the key instead (then nothing was written).
 type pendingAnswer struct {
-	answer  *storedAnswer
+	answer  storedAnswer
 	results []any
 	now     time.Time // when the operation started: answers expired then are not live
 	// lookFirst: the write looks the key up before fn runs (see
@@ -414,15 +416,25 @@ type pendingAnswer struct {
 	lookFirst bool
 	written   bool
 	found     *storedAnswer
+	// buf holds the encoded results of a small answer (an insert's of a
+	// few rows) without an allocation of their own.
+	buf [128]byte
+}
+
+// pendingFrom returns the answer of the idempotent operation that ctx runs,
+// if any (nil after withoutIdempotencyRecord).
+func pendingFrom(ctx context.Context) *pendingAnswer {
+	pend, _ := ctx.Value(idempotencyKey{}).(*pendingAnswer)
+	return pend
 }
 
 // withoutIdempotencyRecord returns ctx for a write that is bookkeeping, not
 // the operation's effect: it does not carry the operation's answer.
 func withoutIdempotencyRecord(ctx context.Context) context.Context {
-	if ctx.Value(pendingAnswerKey{}) == nil {
+	if pendingFrom(ctx) == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, pendingAnswerKey{}, (*pendingAnswer)(nil))
+	return context.WithValue(ctx, idempotencyKey{}, (*pendingAnswer)(nil))
 }
 
 // recordingAnswer wraps the fn of a project.write: when ctx carries an
@@ -435,7 +447,7 @@ func withoutIdempotencyRecord(ctx context.Context) context.Context {
 // the database (see lookedUpFirst) look the key up on the writer before fn
 // runs instead, as they did on a reader.
 func recordingAnswer(ctx context.Context, fn func(c *conn) error) func(c *conn) error {
-	pend, _ := ctx.Value(pendingAnswerKey{}).(*pendingAnswer)
+	pend := pendingFrom(ctx)
 	if pend == nil || pend.written {
 		return fn
 	}
@@ -475,33 +487,82 @@ func (pend *pendingAnswer) lookup(c *conn) error {
 // the error errAnswerFound, and nothing is stored; an expired one is
 // replaced, and the new row's id is the newest, as pruning needs.
 func (pend *pendingAnswer) store(c *conn) error {
-	a := pend.answer
-	var code, message any // NULL for a result
+	a := &pend.answer
 	if a.code == "" {
-		body, err := encodeAnswer(pend.results)
+		body, err := encodeAnswer(pend.buf[:0], pend.results)
 		if err != nil {
 			return errors.Wrap(err, "encode idempotent answer")
 		}
 		a.result, a.compressed = compressAnswer(body)
-	} else {
-		code, message = string(a.code), a.message
 	}
-	args := []any{a.scope.tokenID, a.scope.key, a.fingerprint, code, message, a.result, a.compressed, a.expiresAt.UnixMilli()}
 	// A new key (the common case) takes one statement: the insert, which
 	// does nothing when the key is taken.
-	err := c.exec(`INSERT INTO _pd_idempotency
-		(token_id, key, fingerprint, code, message, result, compressed, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token_id, key) DO NOTHING`, args...)
+	err := a.insert(c, insertAnswerSQL)
 	if err != nil || c.db.Changes() == 1 {
 		return errors.Wrap(err, "store idempotent answer")
 	}
 	if err := pend.lookup(c); err != nil {
 		return err
 	}
-	err = c.exec(`INSERT OR REPLACE INTO _pd_idempotency
+	return errors.Wrap(a.insert(c, replaceAnswerSQL), "store idempotent answer")
+}
+
+// The statements that store an answer (see storedAnswer.insert): a new
+// key's, which does nothing when the key is taken, and an expired answer's
+// replacement.
+const (
+	insertAnswerSQL = `INSERT INTO _pd_idempotency
 		(token_id, key, fingerprint, code, message, result, compressed, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, args...)
-	return errors.Wrap(err, "store idempotent answer")
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token_id, key) DO NOTHING`
+	replaceAnswerSQL = `INSERT OR REPLACE INTO _pd_idempotency
+		(token_id, key, fingerprint, code, message, result, compressed, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
+// insert runs sql, one of the statements that store an answer, with a's
+// columns. Every parameter is bound each time, without boxing them in an
+// []any (the cached statement is reused without clearing its bindings); the
+// result is unbound after, not to hold its copy in SQLite.
+func (a *storedAnswer) insert(c *conn, sql string) error {
+	st, err := c.prepare(sql)
+	if err != nil {
+		return err
+	}
+	err = st.BindInt64(1, a.scope.tokenID)
+	if err == nil {
+		err = st.BindText(2, a.scope.key)
+	}
+	if err == nil {
+		err = st.BindBlob(3, a.fingerprint)
+	}
+	if err == nil && a.code == "" { // a result: code and message NULL
+		err = st.BindNull(4)
+		if err == nil {
+			err = st.BindNull(5)
+		}
+		if err == nil {
+			err = st.BindBlob(6, a.result)
+		}
+	} else if err == nil { // an error: result NULL
+		err = st.BindText(4, string(a.code))
+		if err == nil {
+			err = st.BindText(5, a.message)
+		}
+		if err == nil {
+			err = st.BindNull(6)
+		}
+	}
+	if err == nil {
+		err = st.BindBool(7, a.compressed)
+	}
+	if err == nil {
+		err = st.BindInt64(8, a.expiresAt.UnixMilli())
+	}
+	if err == nil {
+		err = st.Exec()
+	}
+	st.BindNull(6)
+	return err
 }
 
 // storedAnswer is one row of _pd_idempotency.

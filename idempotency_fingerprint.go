@@ -86,15 +86,19 @@ func appendListJSON[E any](dst []byte, list []E) ([]byte, bool) {
 	return append(dst, ']'), true
 }
 
-// encodeAnswer writes an operation's results (pointers) as the JSON array
-// that json.Marshal writes: an insert's result without reflection, any
-// other with json.Marshal.
-func encodeAnswer(results []any) ([]byte, error) {
+// encodeAnswer appends an operation's results (pointers) to dst as the
+// JSON array that json.Marshal writes: an insert's result without
+// reflection, any other with json.Marshal.
+func encodeAnswer(dst []byte, results []any) ([]byte, error) {
 	if len(results) == 1 {
 		if r, ok := results[0].(*InsertResult); ok {
-			b, err := r.AppendJSON(append(make([]byte, 0, 64+8*len(r.InsertedIDs)), '['))
+			b, err := r.AppendJSON(append(slices.Grow(dst, 64+8*len(r.InsertedIDs)), '['))
 			return append(b, ']'), err
 		}
 	}
-	return json.Marshal(results)
+	b, err := json.Marshal(results)
+	if len(dst) == 0 {
+		return b, err
+	}
+	return append(dst, b...), err
 }

@@ -65,7 +65,7 @@ func TestInsertAnswerJSONIsJSONMarshal(t *testing.T) {
 		is := is.New(t)
 		want, err := json.Marshal([]any{&r})
 		is.NoErr(err)
-		got, err := encodeAnswer([]any{&r})
+		got, err := encodeAnswer(nil, []any{&r})
 		is.NoErr(err)
 		is.Equal(string(got), string(want))
 	}

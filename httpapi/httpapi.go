@@ -21,6 +21,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -302,7 +303,12 @@ func (h *Handler) guard(route string, op projectdata.Operation, serve func(http.
 			err = x.opHeaderErr
 		}
 		if err == nil {
-			r, err = h.withIdempotency(w, r.WithContext(ctx))
+			var body io.ReadCloser
+			ctx, body, err = h.withIdempotency(ctx, w, r)
+			r = r.WithContext(ctx)
+			if body != nil {
+				r.Body = body
+			}
 		}
 		if err != nil {
 			h.writeError(w, r, x, err)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"hash"
 	"io"
@@ -10,47 +11,64 @@ import (
 )
 
 // withIdempotency reads the request's Idempotency-Key header, if any, and
-// hands it to the Store in the request's context with the request's
-// fingerprint (method, path and body bytes, hashed as the handler reads
-// the body) and the Idempotent-Replayed header to set on a replay. This is
-// the one place for every route: the Store decides which operations store
-// an answer (writes), which ignore the key (reads) and which refuse it
-// (token creation).
-func (h *Handler) withIdempotency(w http.ResponseWriter, r *http.Request) (*http.Request, error) {
+// hands it to the Store in the returned context with the request's
+// fingerprint (method, path and body bytes, hashed as the handler reads the
+// body: the body to read is the one returned) and the Idempotent-Replayed
+// header to set on a replay. Without the header it returns ctx and a nil
+// body. This is the one place for every route: the Store decides which
+// operations store an answer (writes), which ignore the key (reads) and
+// which refuse it (token creation).
+func (h *Handler) withIdempotency(ctx context.Context, w http.ResponseWriter, r *http.Request) (context.Context, io.ReadCloser, error) {
 	values := r.Header.Values("Idempotency-Key")
 	if values == nil {
-		return r, nil
+		return ctx, nil, nil
 	}
 	if len(values) > 1 {
-		return r, errorf(projectdata.ErrInvalidIdempotencyKey, "send one Idempotency-Key header")
+		return ctx, nil, errorf(projectdata.ErrInvalidIdempotencyKey, "send one Idempotency-Key header")
 	}
 	key, err := projectdata.ParseIdempotencyKey(values[0])
 	if err != nil {
-		return r, err
+		return ctx, nil, err
 	}
-	body := &hashingBody{ReadCloser: r.Body, sum: sha256.New()}
-	body.sum.Write([]byte(r.Method + "\x00" + r.URL.EscapedPath() + "\x00"))
-	r2 := r.WithContext(projectdata.WithIdempotency(r.Context(), projectdata.Idempotency{
-		Key: key,
-		Fingerprint: func() []byte {
-			// Hash what the handler left unread too, within the body limit.
-			io.Copy(io.Discard, io.LimitReader(body, h.opts.MaxBodyBytes+1))
-			return body.sum.Sum(nil)
-		},
-		OnReplay: func() { w.Header().Set("Idempotent-Replayed", "true") },
-	}))
-	r2.Body = body
-	return r2, nil
+	ir := &idempotentRequest{ReadCloser: r.Body, sum: sha256.New(), w: w, maxBody: h.opts.MaxBodyBytes}
+	path := r.URL.EscapedPath()
+	ir.sum.Write(append(append(append(append(ir.scratch[:0], r.Method...), 0), path...), 0))
+	return projectdata.WithIdempotency(ctx, projectdata.Idempotency{
+		Key:         key,
+		Fingerprint: ir.fingerprint,
+		OnReplay:    ir.replayed,
+	}), ir, nil
 }
 
-// hashingBody is a request body that hashes the bytes read from it.
-type hashingBody struct {
+// idempotentRequest is the body of a request with an Idempotency-Key: it
+// hashes the bytes read from it into the request's fingerprint.
+type idempotentRequest struct {
 	io.ReadCloser
-	sum hash.Hash
+	sum     hash.Hash
+	w       http.ResponseWriter
+	maxBody int64
+	scratch [128]byte // the fingerprint's prefix, what is left of the body, the sum
 }
 
-func (b *hashingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.sum.Write(p[:n])
+func (ir *idempotentRequest) Read(p []byte) (int, error) {
+	n, err := ir.ReadCloser.Read(p)
+	ir.sum.Write(p[:n])
 	return n, err
 }
+
+// fingerprint hashes what the handler left unread too, within the body
+// limit, and returns the sum.
+func (ir *idempotentRequest) fingerprint() []byte {
+	for left := ir.maxBody + 1; left > 0; {
+		buf := ir.scratch[:min(int64(len(ir.scratch)), left)]
+		n, err := ir.Read(buf)
+		left -= int64(n)
+		if err != nil {
+			break
+		}
+	}
+	return ir.sum.Sum(ir.scratch[:0])
+}
+
+// replayed marks the response as a stored one.
+func (ir *idempotentRequest) replayed() { ir.w.Header().Set("Idempotent-Replayed", "true") }
