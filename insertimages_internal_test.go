@@ -133,3 +133,94 @@ func TestInsertImagesAsBefore(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(got, string(want))
 }
+
+// insertWith inserts rows into table of s's project acme as Store.insert
+// does, the plan made early (encoding its images) or, when early is false,
+// in the writer (encoding them there). It fails when the early plan was
+// not made with its images.
+func insertWith(tb testing.TB, s *Store, table string, rows []Row, early bool) InsertResult {
+	tb.Helper()
+	ctx := context.Background()
+	plan := func(t *tableInfo) (*insertPlan, error) { return planInsert(t, rows) }
+	var res InsertResult
+	err := s.withProject(ctx, "acme", "", func(p *project) error {
+		var pl *insertPlan
+		if early {
+			if pl = p.planEarly(table, plan); pl == nil || pl.images == nil {
+				return fmt.Errorf("no early plan with images for %s", table)
+			}
+		}
+		return p.write(ctx, func(c *conn) (err error) {
+			res, err = p.insertPlanned(ctx, c, table, pl, plan)
+			return err
+		})
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
+}
+
+// TestInsertImagesEarlyOrInWriter: the change-log records of inserts whose
+// images were encoded early, before the writer, are byte for byte those of
+// the same inserts whose images the writer encoded (a plan made there).
+func TestInsertImagesEarlyOrInWriter(t *testing.T) {
+	is := is.New(t)
+	stores := [2]*Store{imagesStore(t, nil), imagesStore(t, nil)}
+	for _, s := range stores {
+		_, err := s.ListTables(context.Background(), "acme") // the registry is cached: early plans can be made
+		is.NoErr(err)
+	}
+	for _, in := range imageInserts() {
+		a := insertWith(t, stores[0], in.table, in.rows, true)
+		b := insertWith(t, stores[1], in.table, in.rows, false)
+		is.Equal(a, b)
+	}
+	early, inWriter := insertRecords(t, stores[0]), insertRecords(t, stores[1])
+	is.Equal(len(early), 10) // the large rows in several records
+	is.Equal(early, inWriter)
+}
+
+// TestInsertImagesOfPlanMadeBeforeSchemaChange: an insert planned early
+// whose table changes (a column added, a default changed) before the
+// writer runs it is planned and encoded again: its images are its rows as
+// stored, with the new column and the new default.
+func TestInsertImagesOfPlanMadeBeforeSchemaChange(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := imagesStore(t, nil)
+	_, err := s.ListTables(ctx, "acme")
+	is.NoErr(err)
+	rows := []Row{{"name": "a"}, {"id": 50, "qty": 2}}
+	plan := func(t *tableInfo) (*insertPlan, error) { return planInsert(t, rows) }
+	var res InsertResult
+	is.NoErr(s.withProject(ctx, "acme", "", func(p *project) error {
+		early := p.planEarly("mixed", plan)
+		is.True(early != nil && early.images != nil)
+		_, err := s.AddColumn(ctx, "acme", "mixed", ColumnDef{Name: "extra", Type: TypeReal, Default: 0.5})
+		is.NoErr(err)
+		_, err = s.UpdateColumn(ctx, "acme", "mixed", "note", ColumnUpdate{Default: SetTo[any]("later")})
+		is.NoErr(err)
+		return p.write(ctx, func(c *conn) (err error) {
+			res, err = p.insertPlanned(ctx, c, "mixed", early, plan)
+			return err
+		})
+	}))
+	page, err := s.ListChanges(ctx, "acme", ChangeQuery{Limit: 100})
+	is.NoErr(err)
+	var inserts []Change
+	for _, ch := range page.Changes {
+		if ch.Op == ChangeInsert {
+			inserts = append(inserts, ch)
+		}
+	}
+	is.Equal(len(inserts), 2)
+	for i, ch := range inserts {
+		is.Equal(ch.Key, res.InsertedIDs[i])
+		row, err := s.GetRecord(ctx, "acme", "mixed", ch.Key)
+		is.NoErr(err)
+		is.Equal(ch.Row, row) // the image is the row as stored
+		is.Equal(ch.Row["extra"], 0.5)
+		is.Equal(ch.Row["note"], "later")
+	}
+}
