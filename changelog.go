@@ -1,6 +1,7 @@
 package projectdata
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -252,7 +253,13 @@ func appendJSONValue(b []byte, v any) []byte {
 // fraction or an exponent, so that it reads back as a REAL.
 func appendImageFloat(b []byte, f float64) []byte {
 	start := len(b)
-	b = strconv.AppendFloat(b, f, 'g', -1, 64)
+	ok := false
+	if a := math.Abs(f); a >= 1e-4 && a < 1e6 { // where 'g' writes no exponent
+		b, ok = appendShortFixed(b, f)
+	}
+	if !ok {
+		b = strconv.AppendFloat(b, f, 'g', -1, 64)
+	}
 	for _, c := range b[start:] {
 		if c == '.' || c == 'e' || c == 'E' || c == 'n' {
 			return b
