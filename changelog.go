@@ -58,13 +58,14 @@ type changeCounts struct {
 	hooked  int64     // application rows SQLite changed (verifyChangeLog only)
 	off     bool      // the Store's log is off (benchmarks only)
 
-	recordBuf []byte // the buffer of the last insert record, kept for the next
+	recordBuf []byte       // the buffer of the last insert record, kept for the next
+	scratch   insertImages // the images of inserts planned in the writer, kept for the next
 }
 
 // beginUnit resets the change counts at the start of a unit of work; the
-// record buffer is kept from unit to unit.
+// buffers of insert records and images are kept from unit to unit.
 func (c *conn) beginUnit(at time.Time, off bool) {
-	c.changes = changeCounts{at: at, off: off, recordBuf: c.changes.recordBuf}
+	c.changes = changeCounts{at: at, off: off, recordBuf: c.changes.recordBuf, scratch: c.changes.scratch}
 }
 
 // watchChanges installs the update hook of verifyChangeLog on a writer.
@@ -277,12 +278,13 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 	if c.changes.off || len(ids) == 0 {
 		return nil
 	}
-	im := pl.images
-	if im == nil {
-		var err error
-		if im, err = pl.encodeImages(); err != nil {
+	im := &pl.images
+	if !im.encoded {
+		im = &c.changes.scratch
+		if err := pl.encodeImages(im); err != nil {
 			return err
 		}
+		defer im.keep()
 	}
 	t := pl.t
 	b := c.changes.recordBuf[:0]

@@ -19,13 +19,13 @@ import (
 // insertImages are the row images of an insert plan, encoded but for the
 // rows' keys.
 type insertImages struct {
-	head []byte // the start of a record of the table's images (appendImageHead)
-	buf  []byte // the images, one after the other
-	// Row r's image is buf[start:ends[r]], start being ends[r-1] (0 for
-	// the first), with the row's key spliced in at holes[r] (-1 when the
-	// table has no key column).
-	holes []int
-	ends  []int
+	encoded bool
+	head    []byte // the start of a record of the table's images (appendImageHead)
+	buf     []byte // the images, one after the other
+	// Row r's image is buf[start:offs[2r+1]], start being offs[2r-1] (0
+	// for the first), with the row's key spliced in at offs[2r] (-1 when
+	// the table has no key column).
+	offs []int
 }
 
 // tableImages are the parts of a table's row images that depend on the
@@ -55,61 +55,60 @@ func (t *tableInfo) imageParts() (*tableImages, error) {
 	return ti, ti.err
 }
 
-// encodeImages encodes the row images of the plan's rows, but for their
-// keys: each row as it will be stored, the given values (converted as
-// they are bound), the columns' defaults for the others.
-func (pl *insertPlan) encodeImages() (*insertImages, error) {
+// encodeImages encodes into im the row images of the plan's rows, but for
+// their keys: each row as it will be stored, the given values (converted
+// as they are bound), the columns' defaults for the others. It reuses
+// im's buffers.
+func (pl *insertPlan) encodeImages(im *insertImages) error {
 	t := pl.t
 	parts, err := t.imageParts()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n := len(pl.shapes)
-	im := &insertImages{head: parts.head, holes: make([]int, n), ends: make([]int, n)}
-	b := make([]byte, 0, n*len(t.columns)*imageBytesPerValue)
-	var (
-		shape *insertShape
-		pos   []int // for each column, its argument in shape's rows, or -1
-	)
+	b, offs := im.buf[:0], im.offs[:0]
+	if need := n * len(t.columns) * imageBytesPerValue; cap(b) < need {
+		b = make([]byte, 0, need)
+	}
+	if cap(offs) < 2*n {
+		offs = make([]int, 0, 2*n)
+	}
 	for r, sh := range pl.shapes {
-		if sh != shape {
-			shape, pos = sh, sh.columnArgs(t)
-		}
 		args := pl.args[pl.starts[r]:pl.starts[r+1]]
 		b = append(b, '[')
-		im.holes[r] = -1
+		hole := -1
 		for i, col := range t.columns {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			switch {
+			switch j := sh.byColumn[i]; {
 			case col == t.pk:
-				im.holes[r] = len(b)
-			case pos[i] >= 0:
-				b = appendSQLValue(b, args[pos[i]])
+				hole = len(b)
+			case j >= 0:
+				b = appendSQLValue(b, args[j])
 			default:
 				b = append(b, parts.defaults[i]...)
 			}
 		}
 		b = append(b, ']')
-		im.ends[r] = len(b)
+		offs = append(offs, hole, len(b))
 	}
-	im.buf = b
-	return im, nil
+	*im = insertImages{encoded: true, head: parts.head, buf: b, offs: offs}
+	return nil
 }
 
 // imageBytesPerValue is a guess of the bytes of one value of an image,
 // for sizing the buffer of an insert's images once.
 const imageBytesPerValue = 8
 
-// columnArgs returns, for each column of t, its argument in the shape's
-// rows, or -1. The shape's columns are ordered by id, as a plan orders a
-// row's values.
-func (sh *insertShape) columnArgs(t *tableInfo) []int {
+// columnArgs returns, for each column of t, its argument in the rows of
+// a shape of columns cols (ordered by id, as a plan orders a row's
+// values), or -1.
+func columnArgs(t *tableInfo, cols []*columnInfo) []int {
 	pos := make([]int, len(t.columns))
 	for i, col := range t.columns {
-		j, found := slices.BinarySearchFunc(sh.cols, col.ID, func(c *columnInfo, id int64) int { return cmp.Compare(c.ID, id) })
-		if !found || sh.cols[j] != col {
+		j, found := slices.BinarySearchFunc(cols, col.ID, func(c *columnInfo, id int64) int { return cmp.Compare(c.ID, id) })
+		if !found || cols[j] != col {
 			j = -1
 		}
 		pos[i] = j
@@ -121,12 +120,25 @@ func (sh *insertShape) columnArgs(t *tableInfo) []int {
 func (im *insertImages) appendImage(b []byte, r int, key any) []byte {
 	start := 0
 	if r > 0 {
-		start = im.ends[r-1]
+		start = im.offs[2*r-1]
 	}
-	if hole := im.holes[r]; hole >= 0 {
+	if hole := im.offs[2*r]; hole >= 0 {
 		b = append(b, im.buf[start:hole]...)
 		b = appendJSONValue(b, key)
 		start = hole
 	}
-	return append(b, im.buf[start:im.ends[r]]...)
+	return append(b, im.buf[start:im.offs[2*r+1]]...)
+}
+
+// keep readies the writer's scratch images for the next insert, dropping
+// buffers that grew large (see maxKeptImageBuffer).
+func (im *insertImages) keep() {
+	buf, offs := im.buf[:0], im.offs[:0]
+	if cap(buf) > maxKeptImageBuffer {
+		buf = nil
+	}
+	if cap(offs)*8 > maxKeptImageBuffer {
+		offs = nil
+	}
+	*im = insertImages{buf: buf, offs: offs}
 }

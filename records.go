@@ -151,8 +151,9 @@ func (s *Store) insert(ctx context.Context, slug, table string, n int, rows any,
 }
 
 // planEarly plans an insert against the cached registry, before taking
-// the writer, with its change-log images unless the log is off: so one
-// insert's checks and encoding overlap another's SQLite work. It returns
+// the writer, with its change-log images unless the log is off or there is
+// one row: so one insert's checks and encoding overlap another's SQLite
+// work. It returns
 // nil when there is no cached table or the rows do not fit it (the writer
 // plans again, and tells why).
 func (p *project) planEarly(table string, planInsert func(t *tableInfo) (*insertPlan, error)) *insertPlan {
@@ -164,8 +165,10 @@ func (p *project) planEarly(table string, planInsert func(t *tableInfo) (*insert
 	if err != nil {
 		return nil
 	}
-	if !p.store.opts.changeLogOff {
-		early.images, _ = early.encodeImages() // on error, the writer encodes them, and fails
+	if !p.store.opts.changeLogOff && len(early.shapes) > 1 {
+		// A single row's image costs the writer less than the buffers of
+		// encoding it here (the writer keeps its own).
+		_ = early.encodeImages(&early.images) // on error, the writer encodes them, and fails
 	}
 	return early
 }
@@ -278,6 +281,8 @@ type insertShape struct {
 	pk        int           // index of the primary key in cols, or -1
 	returning bool          // the statement returns the primary key (see newInsertShape)
 
+	byColumn []int // for each column of the table, its index in cols, or -1
+
 	perChunk int    // rows of chunkSQL; below 2: rows are inserted one by one
 	chunkSQL string // the statement inserting perChunk rows at once; "" until used
 }
@@ -319,6 +324,7 @@ func newInsertShape(t *tableInfo, vals []colValue) *insertShape {
 		b.WriteString(t.pk.quoted)
 	}
 	sh.sql = b.String()
+	sh.byColumn = columnArgs(t, sh.cols)
 	// Rows whose keys are given or rowids come in chunks (see run); a key
 	// read back, or no columns, one row at a time.
 	if len(vals) > 0 && !sh.returning {
@@ -357,7 +363,7 @@ type insertPlan struct {
 	shapes []*insertShape // by row
 	args   []sqlValue     // the converted values, row after row
 	starts []int          // row i's values are args[starts[i]:starts[i+1]]
-	images *insertImages  // the rows' change-log images, when encoded early
+	images insertImages   // the rows' change-log images, when encoded early
 }
 
 // planInsert checks every row and plans its statement: one statement per
