@@ -57,15 +57,11 @@ type changeCounts struct {
 	records int       // log records written, schema ones included
 	hooked  int64     // application rows SQLite changed (verifyChangeLog only)
 	off     bool      // the Store's log is off (benchmarks only)
-
-	recordBuf []byte       // the buffer of the last insert record, kept for the next
-	scratch   insertImages // the images of inserts planned in the writer, kept for the next
 }
 
-// beginUnit resets the change counts at the start of a unit of work; the
-// buffers of insert records and images are kept from unit to unit.
+// beginUnit resets the change counts at the start of a unit of work.
 func (c *conn) beginUnit(at time.Time, off bool) {
-	c.changes = changeCounts{at: at, off: off, recordBuf: c.changes.recordBuf, scratch: c.changes.scratch}
+	c.changes = changeCounts{at: at, off: off}
 }
 
 // watchChanges installs the update hook of verifyChangeLog on a writer.
@@ -278,16 +274,17 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 	if c.changes.off || len(ids) == 0 {
 		return nil
 	}
-	im := &pl.images
-	if !im.encoded {
-		im = &c.changes.scratch
+	pl.waitImages()
+	im := pl.images
+	if im == nil {
+		im = newImages()
+		defer im.release()
 		if err := pl.encodeImages(im); err != nil {
 			return err
 		}
-		defer im.keep()
 	}
 	t := pl.t
-	b := c.changes.recordBuf[:0]
+	b := im.rec[:0]
 	if need := len(im.head) + len(im.buf) + len(ids)*imageBytesPerKey + 2; cap(b) < need {
 		b = make([]byte, 0, need) // sized once, rather than grown row by row
 	}
@@ -310,9 +307,7 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 		b = im.appendImage(b, r, ids[r])
 	}
 	b = append(b, "]}"...)
-	if cap(b) <= maxKeptImageBuffer {
-		c.changes.recordBuf = b
-	}
+	im.rec = b
 	return c.appendChange(changeRecord{table: t.Name, op: ChangeInsert, count: len(ids) - first, data: b})
 }
 
@@ -324,12 +319,6 @@ const imageBytesPerKey = 8
 // or a bulk update go on in another record: one record of large rows
 // would take SQLite's memory.
 const maxChangeRecordBytes = 4 << 20
-
-// maxKeptImageBuffer is the largest record buffer the writer keeps for
-// the next insert: enough for single rows and small batches, little held
-// by each open project (a 1,000-row batch allocating its own buffer is
-// noise beside its inserts).
-const maxKeptImageBuffer = 16 << 10
 
 // bulkExec runs a bulk update or delete, head (up to its WHERE) and cond
 // (its WHERE clause, or empty), and logs the rows it changed. The rows are

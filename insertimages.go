@@ -3,6 +3,7 @@ package projectdata
 import (
 	"cmp"
 	"slices"
+	"sync"
 
 	"github.com/pkg/errors"
 )
@@ -17,15 +18,44 @@ import (
 // time, which was the change log's cost in throughput.
 
 // insertImages are the row images of an insert plan, encoded but for the
-// rows' keys.
+// rows' keys, and the buffer of its records. They come from a pool and go
+// back to it once the insert is done (release).
 type insertImages struct {
-	encoded bool
-	head    []byte // the start of a record of the table's images (appendImageHead)
-	buf     []byte // the images, one after the other
+	head []byte // the start of a record of the table's images (appendImageHead)
+	buf  []byte // the images, one after the other
 	// Row r's image is buf[start:offs[2r+1]], start being offs[2r-1] (0
 	// for the first), with the row's key spliced in at offs[2r] (-1 when
 	// the table has no key column).
 	offs []int
+	rec  []byte // the record the writer makes of them (logInsert)
+}
+
+// imageBuffers pools insertImages, so that inserts reuse their buffers.
+var imageBuffers = sync.Pool{New: func() any { return new(insertImages) }}
+
+// maxPooledImageBytes is the largest buffer an insertImages goes back to
+// the pool with: a large insert's are left to the garbage collector.
+const maxPooledImageBytes = 1 << 20
+
+// newImages returns empty images from the pool.
+func newImages() *insertImages {
+	return imageBuffers.Get().(*insertImages)
+}
+
+// release returns im to the pool, emptied.
+func (im *insertImages) release() {
+	keep := func(b []byte) []byte {
+		if cap(b) > maxPooledImageBytes {
+			return nil
+		}
+		return b[:0]
+	}
+	offs := im.offs[:0]
+	if cap(offs)*8 > maxPooledImageBytes {
+		offs = nil
+	}
+	*im = insertImages{buf: keep(im.buf), offs: offs, rec: keep(im.rec)}
+	imageBuffers.Put(im)
 }
 
 // tableImages are the parts of a table's row images that depend on the
@@ -93,8 +123,56 @@ func (pl *insertPlan) encodeImages(im *insertImages) error {
 		b = append(b, ']')
 		offs = append(offs, hole, len(b))
 	}
-	*im = insertImages{encoded: true, head: parts.head, buf: b, offs: offs}
+	im.head, im.buf, im.offs = parts.head, b, offs
 	return nil
+}
+
+// concurrentImageRows is the fewest rows whose images an early plan
+// encodes in a goroutine of its own, while the writer inserts them (with a
+// second core, a single client's large inserts then wait for neither);
+// fewer take less time to encode than to start the goroutine.
+const concurrentImageRows = 32
+
+// encodeEarly encodes the plan's images, into pl.images, before the
+// writer; on error it leaves them nil, for the writer to encode (and fail).
+func (pl *insertPlan) encodeEarly() {
+	im := newImages()
+	if pl.encodeImages(im) != nil {
+		im.release()
+		return
+	}
+	pl.images = im
+}
+
+// encodeImagesConcurrently is encodeEarly in a goroutine of its own,
+// which closes pl.imagesDone when done. A panic leaves the images nil,
+// for the writer to encode (and meet the panic there, where it is
+// recovered and reported).
+func (pl *insertPlan) encodeImagesConcurrently() {
+	done := make(chan struct{})
+	pl.imagesDone = done
+	go func() {
+		defer close(done)
+		defer func() { _ = recover() }()
+		pl.encodeEarly()
+	}()
+}
+
+// waitImages waits for the images encoded concurrently, if they are.
+func (pl *insertPlan) waitImages() {
+	if pl.imagesDone != nil {
+		<-pl.imagesDone
+	}
+}
+
+// releaseImages returns the plan's images to the pool, once the insert is
+// done with them.
+func (pl *insertPlan) releaseImages() {
+	pl.waitImages()
+	if pl.images != nil {
+		pl.images.release()
+		pl.images = nil
+	}
 }
 
 // imageBytesPerValue is a guess of the bytes of one value of an image,
@@ -128,17 +206,4 @@ func (im *insertImages) appendImage(b []byte, r int, key any) []byte {
 		start = hole
 	}
 	return append(b, im.buf[start:im.offs[2*r+1]]...)
-}
-
-// keep readies the writer's scratch images for the next insert, dropping
-// buffers that grew large (see maxKeptImageBuffer).
-func (im *insertImages) keep() {
-	buf, offs := im.buf[:0], im.offs[:0]
-	if cap(buf) > maxKeptImageBuffer {
-		buf = nil
-	}
-	if cap(offs)*8 > maxKeptImageBuffer {
-		offs = nil
-	}
-	*im = insertImages{buf: buf, offs: offs}
 }

@@ -137,7 +137,9 @@ func TestInsertImagesAsBefore(t *testing.T) {
 // insertWith inserts rows into table of s's project acme as Store.insert
 // does, the plan made early (encoding its images) or, when early is false,
 // in the writer (encoding them there). It fails when the early plan was
-// not made with its images (a single row's are left to the writer).
+// not made with its images (a single row's are left to the writer), and
+// when those of concurrentImageRows rows or more were not encoded in a
+// goroutine of their own.
 func insertWith(tb testing.TB, s *Store, table string, rows []Row, early bool) InsertResult {
 	tb.Helper()
 	ctx := context.Background()
@@ -146,14 +148,24 @@ func insertWith(tb testing.TB, s *Store, table string, rows []Row, early bool) I
 	err := s.withProject(ctx, "acme", "", func(p *project) error {
 		var pl *insertPlan
 		if early {
-			if pl = p.planEarly(table, plan); pl == nil || pl.images.encoded != (len(rows) > 1) {
-				return fmt.Errorf("no early plan with images for %s", table)
+			if pl = p.planEarly(table, plan); pl == nil {
+				return fmt.Errorf("no early plan for %s", table)
+			}
+			if concurrent := len(rows) >= concurrentImageRows; (pl.imagesDone != nil) != concurrent {
+				return fmt.Errorf("images of %d rows encoded concurrently: %v", len(rows), !concurrent)
 			}
 		}
-		return p.write(ctx, func(c *conn) (err error) {
+		err := p.write(ctx, func(c *conn) (err error) {
 			res, err = p.insertPlanned(ctx, c, table, pl, plan)
 			return err
 		})
+		if err == nil && pl != nil && (pl.images != nil) != (len(rows) > 1) {
+			return fmt.Errorf("early plan of %d rows with images: %v", len(rows), pl.images != nil)
+		}
+		if pl != nil {
+			pl.releaseImages()
+		}
+		return err
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -196,7 +208,7 @@ func TestInsertImagesOfPlanMadeBeforeSchemaChange(t *testing.T) {
 	var res InsertResult
 	is.NoErr(s.withProject(ctx, "acme", "", func(p *project) error {
 		early := p.planEarly("mixed", plan)
-		is.True(early != nil && early.images.encoded)
+		is.True(early != nil && early.images != nil)
 		_, err := s.AddColumn(ctx, "acme", "mixed", ColumnDef{Name: "extra", Type: TypeReal, Default: 0.5})
 		is.NoErr(err)
 		_, err = s.UpdateColumn(ctx, "acme", "mixed", "note", ColumnUpdate{Default: SetTo[any]("later")})

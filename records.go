@@ -139,6 +139,9 @@ func (s *Store) insert(ctx context.Context, slug, table string, n int, rows any,
 			return errorf(ErrTooManyRows, "an insert takes at most %d rows; %d were given", s.opts.MaxInsertRows, n)
 		}
 		early := p.planEarly(table, planInsert)
+		if early != nil {
+			defer early.releaseImages()
+		}
 		return p.write(ctx, func(c *conn) (err error) {
 			res, err = p.insertPlanned(ctx, c, table, early, planInsert)
 			return err
@@ -153,7 +156,7 @@ func (s *Store) insert(ctx context.Context, slug, table string, n int, rows any,
 // planEarly plans an insert against the cached registry, before taking
 // the writer, with its change-log images unless the log is off or there is
 // one row: so one insert's checks and encoding overlap another's SQLite
-// work. It returns
+// work (and a large insert's encoding its own). It returns
 // nil when there is no cached table or the rows do not fit it (the writer
 // plans again, and tells why).
 func (p *project) planEarly(table string, planInsert func(t *tableInfo) (*insertPlan, error)) *insertPlan {
@@ -165,10 +168,14 @@ func (p *project) planEarly(table string, planInsert func(t *tableInfo) (*insert
 	if err != nil {
 		return nil
 	}
-	if !p.store.opts.changeLogOff && len(early.shapes) > 1 {
+	switch n := len(early.shapes); {
+	case p.store.opts.changeLogOff || n < 2:
 		// A single row's image costs the writer less than the buffers of
 		// encoding it here (the writer keeps its own).
-		_ = early.encodeImages(&early.images) // on error, the writer encodes them, and fails
+	case n < concurrentImageRows:
+		early.encodeEarly()
+	default:
+		early.encodeImagesConcurrently()
 	}
 	return early
 }
@@ -363,7 +370,10 @@ type insertPlan struct {
 	shapes []*insertShape // by row
 	args   []sqlValue     // the converted values, row after row
 	starts []int          // row i's values are args[starts[i]:starts[i+1]]
-	images insertImages   // the rows' change-log images, when encoded early
+	images *insertImages  // the rows' change-log images, when encoded early
+	// imagesDone, when not nil, is closed when a goroutine of its own
+	// has encoded images (encodeImagesConcurrently).
+	imagesDone chan struct{}
 }
 
 // planInsert checks every row and plans its statement: one statement per
