@@ -9,13 +9,14 @@ import (
 )
 
 // The row images of an insert (its change-log records, see logInsert)
-// are encoded before the writer, in the request's goroutine, with the
-// early plan (Store.insert): an image depends only on the table and the
-// row's values, but for the row's key, which SQLite may assign. The
-// writer, whose work is serial for every write of a project, only splices
-// each key into its image and writes the record: with 1,000-row batches
-// from 16 clients, encoding the images in the writer cost a fifth of its
-// time, which was the change log's cost in throughput.
+// are encoded before the writer, with the early plan (Store.insert): an
+// image depends only on the table and the row's values, but for the row's
+// key, which SQLite may assign. The writer, whose work is serial for every
+// write of a project, only splices each key into its image and writes the
+// record: with 1,000-row batches from 16 clients, encoding the images in
+// the writer cost a fifth of its time, which was the change log's cost in
+// throughput. A large insert's images are encoded in a goroutine of their
+// own, while the writer inserts its rows; the buffers are pooled.
 
 // insertImages are the row images of an insert plan, encoded but for the
 // rows' keys, and the buffer of its records. They come from a pool and go

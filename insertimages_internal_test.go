@@ -137,9 +137,8 @@ func TestInsertImagesAsBefore(t *testing.T) {
 // insertWith inserts rows into table of s's project acme as Store.insert
 // does, the plan made early (encoding its images) or, when early is false,
 // in the writer (encoding them there). It fails when the early plan was
-// not made with its images (a single row's are left to the writer), and
-// when those of concurrentImageRows rows or more were not encoded in a
-// goroutine of their own.
+// not made with its images, or when those of concurrentImageRows rows or
+// more were not encoded in a goroutine of their own.
 func insertWith(tb testing.TB, s *Store, table string, rows []Row, early bool) InsertResult {
 	tb.Helper()
 	ctx := context.Background()
@@ -159,8 +158,8 @@ func insertWith(tb testing.TB, s *Store, table string, rows []Row, early bool) I
 			res, err = p.insertPlanned(ctx, c, table, pl, plan)
 			return err
 		})
-		if err == nil && pl != nil && (pl.images != nil) != (len(rows) > 1) {
-			return fmt.Errorf("early plan of %d rows with images: %v", len(rows), pl.images != nil)
+		if err == nil && pl != nil && pl.images == nil {
+			return fmt.Errorf("early plan of %d rows without images", len(rows))
 		}
 		if pl != nil {
 			pl.releaseImages()

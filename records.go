@@ -154,10 +154,10 @@ func (s *Store) insert(ctx context.Context, slug, table string, n int, rows any,
 }
 
 // planEarly plans an insert against the cached registry, before taking
-// the writer, with its change-log images unless the log is off or there is
-// one row: so one insert's checks and encoding overlap another's SQLite
-// work (and a large insert's encoding its own). It returns
-// nil when there is no cached table or the rows do not fit it (the writer
+// the writer, with its change-log images unless the log is off: so one
+// insert's checks and encoding overlap another's SQLite work (and a large
+// insert's encoding its own, see encodeImagesConcurrently). It returns nil
+// when there is no cached table or the rows do not fit it (the writer
 // plans again, and tells why).
 func (p *project) planEarly(table string, planInsert func(t *tableInfo) (*insertPlan, error)) *insertPlan {
 	t := p.cachedTable(table)
@@ -169,9 +169,7 @@ func (p *project) planEarly(table string, planInsert func(t *tableInfo) (*insert
 		return nil
 	}
 	switch n := len(early.shapes); {
-	case p.store.opts.changeLogOff || n < 2:
-		// A single row's image costs the writer less than the buffers of
-		// encoding it here (the writer keeps its own).
+	case p.store.opts.changeLogOff:
 	case n < concurrentImageRows:
 		early.encodeEarly()
 	default:
