@@ -870,21 +870,7 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 		if err != nil {
 			return nil, false, errors.WithMessage(err, "data")
 		}
-		setsKey := false
-		args := make([]any, len(vals))
-		sql.WriteString("UPDATE ")
-		sql.WriteString(t.quoted)
-		for i, cv := range vals {
-			if i == 0 {
-				sql.WriteString(" SET ")
-			} else {
-				sql.WriteString(", ")
-			}
-			sql.WriteString(cv.col.quoted)
-			sql.WriteString(" = ?")
-			args[i] = cv.val.any()
-			setsKey = setsKey || cv.col == t.pk
-		}
+		args, setsKey := t.writeUpdateSet(sql, vals, nil)
 		return args, setsKey, nil
 	})
 }
