@@ -1,9 +1,11 @@
 package projectdata
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/pkg/errors"
@@ -56,13 +58,11 @@ type changeCounts struct {
 	records int       // log records written, schema ones included
 	hooked  int64     // application rows SQLite changed (verifyChangeLog only)
 	off     bool      // the Store's log is off (benchmarks only)
-	images  *imageCache
 }
 
-// beginUnit resets the change counts at the start of a unit of work; the
-// image cache is kept from unit to unit.
+// beginUnit resets the change counts at the start of a unit of work.
 func (c *conn) beginUnit(at time.Time, off bool) {
-	c.changes = changeCounts{at: at, off: off, images: c.changes.images}
+	c.changes = changeCounts{at: at, off: off}
 }
 
 // watchChanges installs the update hook of verifyChangeLog on a writer.
@@ -138,7 +138,7 @@ func (c *conn) appendChange(r changeRecord) error {
 	}
 	if err == nil {
 		if r.data != nil {
-			err = st.BindRawText(5, r.data)
+			err = st.BindText(5, bytesAsString(r.data))
 		} else {
 			err = st.BindNull(5)
 		}
@@ -160,6 +160,15 @@ func (c *conn) appendChange(r changeRecord) error {
 		return foldRowCounts(c)
 	}
 	return nil
+}
+
+// bytesAsString returns a string of the bytes of b, sharing them, for
+// Stmt.BindText, which copies its value into SQLite's memory before it
+// returns: Stmt.BindRawText copied a large record once more, to the heap
+// (a 1,000-row insert's record is some 40 KB), before that. b must not
+// change while the string is in use.
+func bytesAsString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // imageWriter encodes the row images of one record: {"pk":i,
@@ -251,7 +260,13 @@ func appendJSONValue(b []byte, v any) []byte {
 // fraction or an exponent, so that it reads back as a REAL.
 func appendImageFloat(b []byte, f float64) []byte {
 	start := len(b)
-	b = strconv.AppendFloat(b, f, 'g', -1, 64)
+	ok := false
+	if a := math.Abs(f); a >= 1e-4 && a < 1e6 { // where 'g' writes no exponent
+		b, ok = appendShortFixed(b, f)
+	}
+	if !ok {
+		b = strconv.AppendFloat(b, f, 'g', -1, 64)
+	}
 	for _, c := range b[start:] {
 		if c == '.' || c == 'e' || c == 'E' || c == 'n' {
 			return b
@@ -263,32 +278,29 @@ func appendImageFloat(b []byte, f float64) []byte {
 // logInsert logs the rows of an executed insert plan; ids are their keys.
 // Each image is the row as stored: the given values (converted as they were
 // bound), the columns' defaults for the others, the assigned key. The
-// image is encoded straight from the bound values into the writer's
-// buffer, with the record's head and the defaults encoded once per table.
+// images are those the early plan encoded before the writer (see
+// insertimages.go), or encoded here; the writer splices the keys in.
 func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 	if c.changes.off || len(ids) == 0 {
 		return nil
 	}
-	t := pl.t
-	k, err := c.imagesOf(t)
-	if err != nil {
-		return err
+	pl.waitImages()
+	im := pl.images
+	if im == nil {
+		im = newImages()
+		defer im.release()
+		if err := pl.encodeImages(im); err != nil {
+			return err
+		}
 	}
-	b := k.buf[:0]
-	if need := len(k.head) + len(ids)*k.rowSize + 2; cap(b) < need {
+	t := pl.t
+	b := im.rec[:0]
+	if need := len(im.head) + len(im.buf) + len(ids)*imageBytesPerKey + 2; cap(b) < need {
 		b = make([]byte, 0, need) // sized once, rather than grown row by row
 	}
-	b = append(b, k.head...)
-	var (
-		shape *insertShape
-		pos   []int // for each column, its argument in shape's rows, or -1
-	)
+	b = append(b, im.head...)
 	first := 0 // the first row of the record being encoded
-	for r, sh := range pl.shapes {
-		if sh != shape {
-			shape, pos = sh, k.positions(sh)
-		}
-		args := pl.args[pl.starts[r]:pl.starts[r+1]]
+	for r := range ids {
 		if r > first {
 			if len(b) >= maxChangeRecordBytes {
 				// The rows so far are a record of their own: one record
@@ -297,110 +309,26 @@ func (pl *insertPlan) logInsert(c *conn, ids []any) error {
 				if err := c.appendChange(changeRecord{table: t.Name, op: ChangeInsert, count: r - first, data: b}); err != nil {
 					return err
 				}
-				b, first = append(b[:0], k.head...), r
+				b, first = append(b[:0], im.head...), r
 			} else {
 				b = append(b, ',')
 			}
 		}
-		b = append(b, '[')
-		for i, col := range t.columns {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			switch {
-			case col == t.pk:
-				b = appendJSONValue(b, ids[r])
-			case pos[i] >= 0:
-				b = appendSQLValue(b, args[pos[i]])
-			default:
-				b = append(b, k.defaults[i]...)
-			}
-		}
-		b = append(b, ']')
+		b = im.appendImage(b, r, ids[r])
 	}
-	k.rowSize = (len(b)-len(k.head))/(len(ids)-first) + 1
 	b = append(b, "]}"...)
-	k.keep(b)
+	im.rec = b
 	return c.appendChange(changeRecord{table: t.Name, op: ChangeInsert, count: len(ids) - first, data: b})
 }
+
+// imageBytesPerKey is a guess of the bytes of a key and its comma in a
+// record, for sizing the record's buffer once.
+const imageBytesPerKey = 8
 
 // maxChangeRecordBytes is the size past which the row images of an insert
 // or a bulk update go on in another record: one record of large rows
 // would take SQLite's memory.
 const maxChangeRecordBytes = 4 << 20
-
-// imageCache is what the writer keeps from one insert to the next to
-// encode its row images without allocating: the last record's buffer and,
-// for the last table logged, the head of its records and its columns'
-// defaults, encoded. A table of a reloaded registry is a new *tableInfo,
-// so a schema change never meets a stale head.
-type imageCache struct {
-	buf      []byte
-	t        *tableInfo
-	head     []byte   // appendImageHead(t)
-	defaults [][]byte // by column: its default value, encoded
-	rowSize  int      // bytes per row image in the last record, plus one
-	shapes   []string // statements of insert shapes met (their SQL names their columns)
-	pos      [][]int  // pos[i]: for each column, its argument in shapes[i], or -1
-}
-
-// maxCachedShapes bounds the insert shapes an image cache knows.
-const maxCachedShapes = 16
-
-// maxKeptImageBuffer is the largest record buffer the writer keeps for
-// the next insert: enough for single rows and small batches, little held
-// by each open project (a 1,000-row batch allocating its own buffer is
-// noise beside its inserts).
-const maxKeptImageBuffer = 16 << 10
-
-// imagesOf returns the writer's image cache, made ready for t.
-func (c *conn) imagesOf(t *tableInfo) (*imageCache, error) {
-	k := c.changes.images
-	if k == nil {
-		k = &imageCache{}
-		c.changes.images = k
-	}
-	if k.t == t {
-		return k, nil
-	}
-	k.shapes, k.pos, k.rowSize = k.shapes[:0], k.pos[:0], 0
-	k.t, k.head, k.defaults = nil, appendImageHead(k.head[:0], t), make([][]byte, len(t.columns))
-	for i, col := range t.columns {
-		d, err := col.Type.convert(col.DefaultValue)
-		if err != nil {
-			return nil, errors.Wrapf(err, "stored default of column %q", col.Name)
-		}
-		k.defaults[i] = appendJSONValue(nil, d)
-	}
-	k.t = t
-	return k, nil
-}
-
-// positions returns, for each column of the cache's table, its argument in
-// the rows of sh, or -1.
-func (k *imageCache) positions(sh *insertShape) []int {
-	for i, known := range k.shapes {
-		if known == sh.sql {
-			return k.pos[i]
-		}
-	}
-	pos := make([]int, len(k.t.columns))
-	for i, col := range k.t.columns {
-		pos[i] = sh.index(col)
-	}
-	if len(k.shapes) == maxCachedShapes {
-		k.shapes, k.pos = k.shapes[:0], k.pos[:0]
-	}
-	k.shapes, k.pos = append(k.shapes, sh.sql), append(k.pos, pos)
-	return pos
-}
-
-// keep keeps b as the buffer of the next record, unless it grew large.
-func (k *imageCache) keep(b []byte) {
-	if cap(b) <= maxKeptImageBuffer {
-		k.buf = b
-	}
-}
 
 // bulkExec runs a bulk update or delete, head (up to its WHERE) and cond
 // (its WHERE clause, or empty), and logs the rows it changed. The rows are

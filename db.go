@@ -439,8 +439,6 @@ func bind(st *sqlite3.Stmt, i int, v any) error {
 		return st.BindText(i, v)
 	case []byte:
 		return st.BindBlob(i, v)
-	case textBytes:
-		return st.BindRawText(i, v)
 	case time.Time:
 		return st.BindText(i, formatTime(v))
 	case *time.Time:
@@ -452,9 +450,6 @@ func bind(st *sqlite3.Stmt, i int, v any) error {
 		return errors.Errorf("bind: unsupported type %T", v)
 	}
 }
-
-// textBytes is text held in bytes, bound as TEXT without a copy to a string.
-type textBytes []byte
 
 // columnTime reads a nullable timestamp column.
 func columnTime(st *sqlite3.Stmt, col int) *Timestamp {

@@ -138,42 +138,70 @@ func (s *Store) insert(ctx context.Context, slug, table string, n int, rows any,
 		if n > s.opts.MaxInsertRows {
 			return errorf(ErrTooManyRows, "an insert takes at most %d rows; %d were given", s.opts.MaxInsertRows, n)
 		}
-		// Checking the rows against a cached registry before taking the
-		// writer lets one insert's checks overlap another's SQLite work;
-		// the plan is used only if the registry is still the same there.
-		var early *insertPlan
-		if t := p.cachedTable(table); t != nil {
-			early, _ = planInsert(t)
+		early := p.planEarly(table, planInsert)
+		if early != nil {
+			defer early.releaseImages()
 		}
-		return p.write(ctx, func(c *conn) error {
-			t, err := p.tableFor(c, table)
-			if err != nil {
-				return err
-			}
-			plan := early
-			if plan == nil || plan.t != t {
-				if plan, err = planInsert(t); err != nil {
-					return err
-				}
-			}
-			ids, err := plan.run(ctx, c)
-			if err != nil {
-				return err
-			}
-			if err := addRowCount(c, t, int64(len(ids))); err != nil {
-				return err
-			}
-			if err := plan.logInsert(c, ids); err != nil {
-				return err
-			}
-			res = InsertResult{Table: t.Name, InsertedCount: len(ids), InsertedIDs: ids}
-			return nil
+		return p.write(ctx, func(c *conn) (err error) {
+			res, err = p.insertPlanned(ctx, c, table, early, planInsert)
+			return err
 		})
 	})
 	if err != nil {
 		return InsertResult{}, err
 	}
 	return res, nil
+}
+
+// planEarly plans an insert against the cached registry, before taking
+// the writer, with its change-log images unless the log is off: so one
+// insert's checks and encoding overlap another's SQLite work (and a large
+// insert's encoding its own, see encodeImagesConcurrently). It returns nil
+// when there is no cached table or the rows do not fit it (the writer
+// plans again, and tells why).
+func (p *project) planEarly(table string, planInsert func(t *tableInfo) (*insertPlan, error)) *insertPlan {
+	t := p.cachedTable(table)
+	if t == nil {
+		return nil
+	}
+	early, err := planInsert(t)
+	if err != nil {
+		return nil
+	}
+	switch n := len(early.shapes); {
+	case p.store.opts.changeLogOff:
+	case n < concurrentImageRows:
+		early.encodeEarly()
+	default:
+		early.encodeImagesConcurrently()
+	}
+	return early
+}
+
+// insertPlanned runs an insert on the writer: the early plan if it was
+// made with the registry the writer sees, else a new one.
+func (p *project) insertPlanned(ctx context.Context, c *conn, table string, early *insertPlan, planInsert func(t *tableInfo) (*insertPlan, error)) (InsertResult, error) {
+	t, err := p.tableFor(c, table)
+	if err != nil {
+		return InsertResult{}, err
+	}
+	plan := early
+	if plan == nil || plan.t != t {
+		if plan, err = planInsert(t); err != nil {
+			return InsertResult{}, err
+		}
+	}
+	ids, err := plan.run(ctx, c)
+	if err != nil {
+		return InsertResult{}, err
+	}
+	if err := addRowCount(c, t, int64(len(ids))); err != nil {
+		return InsertResult{}, err
+	}
+	if err := plan.logInsert(c, ids); err != nil {
+		return InsertResult{}, err
+	}
+	return InsertResult{Table: t.Name, InsertedCount: len(ids), InsertedIDs: ids}, nil
 }
 
 // tableFor returns a registered table by name or numeric id, with the
@@ -258,6 +286,8 @@ type insertShape struct {
 	pk        int           // index of the primary key in cols, or -1
 	returning bool          // the statement returns the primary key (see newInsertShape)
 
+	byColumn []int // for each column of the table, its index in cols, or -1
+
 	perChunk int    // rows of chunkSQL; below 2: rows are inserted one by one
 	chunkSQL string // the statement inserting perChunk rows at once; "" until used
 }
@@ -299,6 +329,7 @@ func newInsertShape(t *tableInfo, vals []colValue) *insertShape {
 		b.WriteString(t.pk.quoted)
 	}
 	sh.sql = b.String()
+	sh.byColumn = columnArgs(t, sh.cols)
 	// Rows whose keys are given or rowids come in chunks (see run); a key
 	// read back, or no columns, one row at a time.
 	if len(vals) > 0 && !sh.returning {
@@ -337,6 +368,10 @@ type insertPlan struct {
 	shapes []*insertShape // by row
 	args   []sqlValue     // the converted values, row after row
 	starts []int          // row i's values are args[starts[i]:starts[i+1]]
+	images *insertImages  // the rows' change-log images, when encoded early
+	// imagesDone, when not nil, is closed when a goroutine of its own
+	// has encoded images (encodeImagesConcurrently).
+	imagesDone chan struct{}
 }
 
 // planInsert checks every row and plans its statement: one statement per
@@ -835,21 +870,7 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 		if err != nil {
 			return nil, false, errors.WithMessage(err, "data")
 		}
-		setsKey := false
-		args := make([]any, len(vals))
-		sql.WriteString("UPDATE ")
-		sql.WriteString(t.quoted)
-		for i, cv := range vals {
-			if i == 0 {
-				sql.WriteString(" SET ")
-			} else {
-				sql.WriteString(", ")
-			}
-			sql.WriteString(cv.col.quoted)
-			sql.WriteString(" = ?")
-			args[i] = cv.val.any()
-			setsKey = setsKey || cv.col == t.pk
-		}
+		args, setsKey := t.writeUpdateSet(sql, vals, nil)
 		return args, setsKey, nil
 	})
 }

@@ -227,6 +227,11 @@ func appendJSONFloat(dst []byte, f float64) ([]byte, bool) {
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
 	}
+	if format == 'f' {
+		if b, ok := appendShortFixed(dst, f); ok {
+			return b, true
+		}
+	}
 	dst = strconv.AppendFloat(dst, f, format, -1, 64)
 	if format == 'e' {
 		// e-09 becomes e-9, as in encoding/json.

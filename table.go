@@ -136,6 +136,8 @@ type tableInfo struct {
 	// lastShape is the statement of the table's last planned insert:
 	// most inserts give their rows the same columns as the one before.
 	lastShape atomic.Pointer[insertShape]
+	// images are the encoded parts of the table's row images (imageParts).
+	images atomic.Pointer[tableImages]
 }
 
 // columnInfo is one column with its quoted name.

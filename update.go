@@ -49,19 +49,7 @@ func (s *Store) UpdateFoundRecord(ctx context.Context, slug, table string, id an
 				return err
 			}
 			var sql strings.Builder
-			args := make([]any, 0, len(vals)+1)
-			sql.WriteString("UPDATE ")
-			sql.WriteString(t.quoted)
-			for i, cv := range vals {
-				if i == 0 {
-					sql.WriteString(" SET ")
-				} else {
-					sql.WriteString(", ")
-				}
-				sql.WriteString(cv.col.quoted)
-				sql.WriteString(" = ?")
-				args = append(args, cv.val.any())
-			}
+			args, _ := t.writeUpdateSet(&sql, vals, make([]any, 0, len(vals)+1))
 			sql.WriteString(" WHERE ")
 			sql.WriteString(t.pk.quoted)
 			sql.WriteString(" = ? RETURNING ")
@@ -96,4 +84,25 @@ func (s *Store) UpdateFoundRecord(ctx context.Context, slug, table string, id an
 		return Record{}, err
 	}
 	return rec, nil
+}
+
+// writeUpdateSet writes "UPDATE <table> SET <col> = ?, …" for the checked
+// values vals to sql and returns args with their values appended, and
+// whether they set the primary key.
+func (t *tableInfo) writeUpdateSet(sql *strings.Builder, vals []colValue, args []any) ([]any, bool) {
+	setsKey := false
+	sql.WriteString("UPDATE ")
+	sql.WriteString(t.quoted)
+	for i, cv := range vals {
+		if i == 0 {
+			sql.WriteString(" SET ")
+		} else {
+			sql.WriteString(", ")
+		}
+		sql.WriteString(cv.col.quoted)
+		sql.WriteString(" = ?")
+		args = append(args, cv.val.any())
+		setsKey = setsKey || cv.col == t.pk
+	}
+	return args, setsKey
 }
