@@ -249,7 +249,7 @@ func (s *Store) ListProjects(ctx context.Context) ([]Project, error) {
 	}
 	var slugs []string
 	for _, e := range entries {
-		if e.IsDir() && slugPattern.MatchString(e.Name()) {
+		if e.IsDir() && isSlug(e.Name()) {
 			if _, err := os.Stat(filepath.Join(s.dir, e.Name(), dbFileName)); err == nil {
 				slugs = append(slugs, e.Name())
 			}

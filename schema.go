@@ -1,7 +1,6 @@
 package projectdata
 
 import (
-	"regexp"
 	"strconv"
 	"time"
 
@@ -168,11 +167,24 @@ func controlVersion(c *conn) (version int, err error) {
 	return version, err
 }
 
-var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+// isSlug reports whether s is a project slug: 1-63 characters of a-z, 0-9
+// and '-', starting with a letter or digit. (Every request checks one: this
+// is a loop, not a regexp.)
+func isSlug(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 // validateSlug checks a project slug before it reaches the file system.
 func validateSlug(slug string) error {
-	if !slugPattern.MatchString(slug) {
+	if !isSlug(slug) {
 		return errorf(ErrInvalidProjectSlug, "project slug %.80q must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit", slug)
 	}
 	return nil
@@ -182,7 +194,27 @@ func validateSlug(slug string) error {
 // millisecond precision and a Z.
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+func formatTime(t time.Time) string { return string(appendTime(make([]byte, 0, len(timeLayout)), t)) }
+
+// appendTime appends t in timeLayout, as t.UTC().AppendFormat(dst,
+// timeLayout) does, without interpreting the layout for the years 0-9999.
+func appendTime(dst []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(dst, timeLayout)
+	}
+	hour, minute, sec := t.Clock()
+	milli := t.Nanosecond() / 1e6
+	return append(dst,
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-',
+		byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':',
+		byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10), '.',
+		byte('0'+milli/100), byte('0'+milli/10%10), byte('0'+milli%10), 'Z')
+}
 
 func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
 
@@ -192,7 +224,12 @@ type Timestamp struct{ time.Time }
 
 // MarshalJSON encodes the timestamp in the service's one form.
 func (t Timestamp) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + formatTime(t.Time) + `"`), nil
+	return t.AppendJSON(make([]byte, 0, len(timeLayout)+2)), nil
+}
+
+// AppendJSON appends the timestamp's JSON encoding (see MarshalJSON) to dst.
+func (t Timestamp) AppendJSON(dst []byte) []byte {
+	return append(appendTime(append(dst, '"'), t.Time), '"')
 }
 
 // UnmarshalJSON decodes an RFC 3339 timestamp.

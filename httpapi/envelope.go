@@ -192,8 +192,7 @@ func appendEnvelope(buf *bytes.Buffer, env *envelope) error {
 		}
 	}
 	buf.WriteString(`,"meta":{"generated_at":`)
-	ts, _ := env.Meta.GeneratedAt.MarshalJSON()
-	buf.Write(ts)
+	buf.Write(env.Meta.GeneratedAt.AppendJSON(buf.AvailableBuffer()))
 	buf.WriteString("}}\n")
 	return nil
 }
