@@ -61,33 +61,29 @@ rows 0 load >"$work/batch.json"
 cat >"$work/common.lua" <<EOF
 wrk.headers["Authorization"] = "Bearer $token"
 wrk.headers["Content-Type"] = "application/json"
+-- each workload's requests: one per n, 1, 2, …
+function each(make)
+	local n = 0
+	request = function()
+		n = n + 1
+		return make(n)
+	end
+end
 EOF
 cat >"$work/bare.lua" <<EOF
 dofile("$work/common.lua")
 EOF
 cat >"$work/get_by_id.lua" <<EOF
 dofile("$work/common.lua")
-local i = 0
-request = function()
-	i = i + 1
-	return wrk.format("GET", "/projects/acme/records/items/" .. (i % 10000 + 1))
-end
+each(function(n) return wrk.format("GET", "/projects/acme/records/items/" .. (n % 10000 + 1)) end)
 EOF
 cat >"$work/query_by_pk.lua" <<EOF
 dofile("$work/common.lua")
-local i = 0
-request = function()
-	i = i + 1
-	return wrk.format("POST", "/projects/acme/query", nil, '{"sql":"SELECT * FROM items WHERE id = ?","params":[' .. (i % 10000 + 1) .. ']}')
-end
+each(function(n) return wrk.format("POST", "/projects/acme/query", nil, '{"sql":"SELECT * FROM items WHERE id = ?","params":[' .. (n % 10000 + 1) .. ']}') end)
 EOF
 cat >"$work/create_one.lua" <<EOF
 dofile("$work/common.lua")
-local i = 0
-request = function()
-	i = i + 1
-	return wrk.format("POST", "/projects/acme/records/items", nil, '{"name":"new ' .. i .. '","qty":' .. i .. ',"price":2.5,"note":"load"}')
-end
+each(function(n) return wrk.format("POST", "/projects/acme/records/items", nil, '{"name":"new ' .. n .. '","qty":' .. n .. ',"price":2.5,"note":"load"}') end)
 EOF
 cat >"$work/batch1000.lua" <<EOF
 dofile("$work/common.lua")
