@@ -465,7 +465,7 @@ const listHintBudget = 100 * time.Millisecond
 // page agree.
 func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl *listPlan, opts ListOptions, after []any, enc *jsonRows) (list RecordList, err error) {
 	list = RecordList{Table: pl.t.Name, Rows: []Row{}, Limit: opts.Limit, Offset: opts.Offset}
-	budget, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	budget, cancel := withBudget(ctx, s.opts.QueryTimeout)
 	defer cancel()
 	old := c.db.SetInterrupt(budget)
 	defer c.db.SetInterrupt(old)

@@ -340,7 +340,7 @@ func (sb *sandbox) err() error {
 // Options.MaxSQLiteMemory, and its reader is then closed, not pooled, so
 // that the memory goes back.
 func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequest, limit int, enc *jsonRows) (QueryResult, error) {
-	budget, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	budget, cancel := withBudget(ctx, s.opts.QueryTimeout)
 	defer cancel()
 	q := &queryRun{s: s, ctx: ctx, budget: budget, c: c, sc: sc, req: req, limit: limit, enc: enc}
 	usual := min(usualQueryHeap, s.opts.QueryMaxMemory)
