@@ -219,7 +219,7 @@ var runIDPattern = regexp.MustCompile(`^oprun_[A-Za-z0-9_-]{1,64}$`)
 // newExchange gives the request an id (sent as X-Request-Id) and reads the
 // operation headers.
 func newExchange(w http.ResponseWriter, r *http.Request, h *Handler) *exchange {
-	x := &exchange{requestID: "req_" + randomHex(12)}
+	x := &exchange{requestID: randomID("req_")}
 	w.Header().Set("X-Request-Id", x.requestID)
 	key := r.Header.Get("X-Operation-Key")
 	runID, runSent := r.Header.Get("X-Operation-Run-Id"), r.Header.Values("X-Operation-Run-Id") != nil
@@ -229,7 +229,7 @@ func newExchange(w http.ResponseWriter, r *http.Request, h *Handler) *exchange {
 	case runSent:
 		x.opKey, x.opRunID, x.opGrouping = key, runID, "accepted_provided_run"
 	case key != "":
-		x.opKey, x.opRunID, x.opGrouping = key, "oprun_"+randomHex(12), "generated_run"
+		x.opKey, x.opRunID, x.opGrouping = key, randomID("oprun_"), "generated_run"
 	}
 	if len(x.opKey) > 200 {
 		x.opKey = ""
@@ -239,10 +239,15 @@ func newExchange(w http.ResponseWriter, r *http.Request, h *Handler) *exchange {
 	return x
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+// randomID is prefix and 24 random hex digits, in one allocation (every
+// request gets one).
+func randomID(prefix string) string {
+	var raw [12]byte
+	rand.Read(raw[:])
+	var buf [32]byte
+	n := copy(buf[:], prefix)
+	hex.Encode(buf[n:], raw[:])
+	return string(buf[:n+2*len(raw)])
 }
 
 // endpoint is one route's handler: it gets the request with the caller in
