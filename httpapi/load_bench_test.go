@@ -23,6 +23,7 @@ import (
 
 	"github.com/projectdata/projectdata"
 	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/internal/bare"
 	"github.com/projectdata/projectdata/internal/cputime"
 	"github.com/projectdata/projectdata/internal/pdtest"
 )
@@ -65,10 +66,6 @@ const loadRows = 10000
 
 // loadBatch is the rows of one batch insert.
 const loadBatch = 1000
-
-// loadEnvelope is what the bare handler writes: the size and shape of a
-// read-by-id answer.
-var loadEnvelope = []byte(`{"ok":true,"data":{"row":{"id":42,"name":"item 41","note":"seed","price":1.5,"qty":41},"table":"items"},"error":null,"request_id":"req_0123456789abcdef01234567","meta":{"generated_at":"2026-11-21T14:05:09.123Z"}}` + "\n")
 
 // loadEnv is the API with a seeded table, a bare handler, the raw
 // driver's connection for the batch twin, and one keep-alive client.
@@ -113,17 +110,12 @@ func newLoadEnv(b *testing.B) *loadEnv {
 	}
 	apiSolo := httptest.NewServer(httpapi.New(solo, nil))
 	b.Cleanup(apiSolo.Close)
-	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.Header().Set("X-Request-Id", "req_0123456789abcdef01234567")
-		w.Write(loadEnvelope)
-	}))
-	b.Cleanup(bare.Close)
+	baseline := httptest.NewServer(bare.Handler())
+	b.Cleanup(baseline.Close)
 	tr := &http.Transport{MaxIdleConns: 2 * maxLoadClients, MaxIdleConnsPerHost: 2 * maxLoadClients}
 	b.Cleanup(tr.CloseIdleConnections)
 
-	env := &loadEnv{api: api.URL, apiSolo: apiSolo.URL, bare: bare.URL, token: admin, soloToken: soloAdmin, client: &http.Client{Transport: tr}}
+	env := &loadEnv{api: api.URL, apiSolo: apiSolo.URL, bare: baseline.URL, token: admin, soloToken: soloAdmin, client: &http.Client{Transport: tr}}
 	var body strings.Builder
 	body.WriteString("[")
 	for j := range loadBatch {
