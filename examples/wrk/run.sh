@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The example server under wrk (-t2 -c16, keep-alive, loopback), each
 # workload as a ratio to a bare net/http handler (./bare) measured in the
-# same round, as the hot-paths issue measured it. Run from the module root:
+# same round, as the hot-paths issue measured it, and creates with an
+# Idempotency-Key against creates without. Run from the module root:
 #
 #     examples/wrk/run.sh            # ROUNDS=3 DURATION=10s THREADS=2 CLIENTS=16
 #
@@ -85,6 +86,23 @@ cat >"$work/create_one.lua" <<EOF
 dofile("$work/common.lua")
 each(function(n) return wrk.format("POST", "/projects/acme/records/items", nil, '{"name":"new ' .. n .. '","qty":' .. n .. ',"price":2.5,"note":"load"}') end)
 EOF
+cat >"$work/create_one_keyed.lua" <<EOF
+dofile("$work/common.lua")
+-- a new Idempotency-Key for every request: the thread's number and the
+-- round's start make keys unique across threads and rounds
+local threads = 0
+function setup(thread)
+	threads = threads + 1
+	thread:set("thread_id", threads)
+end
+local start = os.time()
+each(function(n)
+	local headers = {} -- wrk.format takes these instead of wrk.headers
+	for k, v in pairs(wrk.headers) do headers[k] = v end
+	headers["Idempotency-Key"] = "wrk-" .. start .. "-" .. thread_id .. "-" .. n
+	return wrk.format("POST", "/projects/acme/records/items", headers, '{"name":"new ' .. n .. '","qty":' .. n .. ',"price":2.5,"note":"load"}')
+end)
+EOF
 cat >"$work/batch1000.lua" <<EOF
 dofile("$work/common.lua")
 local f = assert(io.open("$work/batch.json"))
@@ -106,16 +124,21 @@ measure() {
 	awk '/Requests\/sec/ { rate = $2 } $1 == "99%" { p99 = $2 } END { print rate, p99 }' <<<"$out"
 }
 
-printf "%-6s %-12s %12s %10s %9s\n" round workload req/s x_bare p99
+printf "%-6s %-16s %12s %10s %9s\n" round workload req/s x_bare p99
 for round in $(seq "$ROUNDS"); do
 	read -r bare bare_p99 < <(measure bare "$BARE")
-	printf "%-6s %-12s %12.0f %10s %9s\n" "$round" bare "$bare" 1 "$bare_p99"
-	for w in get_by_id query_by_pk create_one batch1000; do
+	printf "%-6s %-16s %12.0f %10s %9s\n" "$round" bare "$bare" 1 "$bare_p99"
+	for w in get_by_id query_by_pk create_one create_one_keyed batch1000; do
 		read -r rate p99 < <(measure "$w" "$API")
-		if [ "$w" = batch1000 ]; then
-			printf "%-6s %-12s %12.0f %10s %9s  (%.0f rows/s)\n" "$round" "$w" "$rate" - "$p99" "$(awk -v r="$rate" 'BEGIN { print r * 1000 }')"
+		if [ "$w" = create_one ]; then
+			create=$rate
+		fi
+		if [ "$w" = create_one_keyed ]; then
+			printf "%-6s %-16s %12.0f %10.2f %9s  (%.2f of create_one)\n" "$round" "$w" "$rate" "$(awk -v r="$rate" -v b="$bare" 'BEGIN { print r / b }')" "$p99" "$(awk -v r="$rate" -v c="$create" 'BEGIN { print r / c }')"
+		elif [ "$w" = batch1000 ]; then
+			printf "%-6s %-16s %12.0f %10s %9s  (%.0f rows/s)\n" "$round" "$w" "$rate" - "$p99" "$(awk -v r="$rate" 'BEGIN { print r * 1000 }')"
 		else
-			printf "%-6s %-12s %12.0f %10.2f %9s\n" "$round" "$w" "$rate" "$(awk -v r="$rate" -v b="$bare" 'BEGIN { print r / b }')" "$p99"
+			printf "%-6s %-16s %12.0f %10.2f %9s\n" "$round" "$w" "$rate" "$(awk -v r="$rate" -v b="$bare" 'BEGIN { print r / b }')" "$p99"
 		fi
 	done
 done
