@@ -34,7 +34,10 @@ func (c *Client) RenameProject(ctx context.Context, slug, name string) (pd.Proje
 // CreateToken creates a token; its secret is in the answer only. It is
 // not retried: the server refuses an Idempotency-Key on token creation.
 func (c *Client) CreateToken(ctx context.Context, slug string, req pd.NewToken) (pd.CreatedToken, error) {
-	body := map[string]any{"token_name": req.Name, "token_type": req.Type, "role": req.Role}
+	body := map[string]any{"token_name": req.Name, "role": req.Role}
+	if req.Type != "" { // empty: the default, which the API takes from an absent field
+		body["token_type"] = req.Type
+	}
 	if req.ExpiresAt != nil {
 		body["expires_at"] = req.ExpiresAt.UTC().Format(time.RFC3339Nano)
 	}

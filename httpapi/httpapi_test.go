@@ -273,7 +273,13 @@ func TestProjectRoutes(t *testing.T) {
 	a.must(a.do("PATCH", "/projects/acme", a.admin, ``), 400, "invalid_project_name")
 	a.must(a.do("PATCH", "/projects/acme", a.admin, `{"project_name":""}`), 400, "invalid_project_name")
 	a.must(a.do("PATCH", "/projects/acme", a.admin, `{"project_name":7}`), 400, "invalid_project_name")
-	res := a.must(a.do("PATCH", "/projects/acme", a.admin, `{"project_name":"Acme 2"}`), 200, "")
+	a.must(a.do("PATCH", "/projects/acme", a.admin, `{"project_name":null}`), 400, "invalid_project_name")
+	// A valid name with a field the route does not take is refused as every
+	// route refuses one, not as a bad name.
+	res := a.must(a.do("PATCH", "/projects/acme", a.admin, `{"project_name":"Acme 2","extra":1}`), 400, "invalid_request")
+	is.True(strings.Contains(res.Env.Error.Message, `"extra"`))
+	a.must(a.do("PATCH", "/projects/acme", a.admin, `["Acme 2"]`), 400, "invalid_request")
+	res = a.must(a.do("PATCH", "/projects/acme", a.admin, `{"project_name":"Acme 2"}`), 200, "")
 	is.Equal(res.data()["project"].(map[string]any)["project_name"], "Acme 2")
 	res = a.must(a.do("GET", "/projects/acme", a.read, ""), 200, "")
 	is.Equal(res.data()["project"].(map[string]any)["project_name"], "Acme 2")
@@ -305,6 +311,9 @@ func TestTokenRoutes(t *testing.T) {
 		a.must(a.do("POST", "/projects/acme/auth/tokens", a.write, `{}`), 403, "permission_denied")
 		a.must(a.do("POST", "/projects/acme/auth/tokens", a.read, `{}`), 403, "permission_denied")
 		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"token_type":"session"}`), 400, "invalid_token_type")
+		// Sent, token_type must be the type: "" and a number are other types.
+		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"token_type":""}`), 400, "invalid_token_type")
+		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"token_type":5}`), 400, "invalid_token_type")
 		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"expires_at":"2020-01-01T00:00:00Z"}`), 400, "invalid_expires_at")
 		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"expires_at":"tomorrow"}`), 400, "invalid_expires_at")
 		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"role":"root"}`), 400, "invalid_request")

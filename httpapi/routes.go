@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"net/url"
@@ -66,32 +67,38 @@ func (h *Handler) getProject(r *http.Request, ps httprouter.Params) (int, any, e
 
 func (h *Handler) renameProject(r *http.Request, ps httprouter.Params) (int, any, error) {
 	var body struct {
-		ProjectName *string `json:"project_name"`
+		ProjectName any `json:"project_name"` // a string; anything else is invalid_project_name
 	}
 	if _, err := h.decodeBody(r, &body); err != nil {
-		if pd.ErrorCode(err) == pd.ErrInvalidRequest {
-			return 0, nil, errorf(pd.ErrInvalidProjectName, "project_name must be a non-empty string")
-		}
 		return 0, nil, err
 	}
-	if body.ProjectName == nil {
-		return 0, nil, errorf(pd.ErrInvalidProjectName, "project_name is required")
+	name, ok := body.ProjectName.(string)
+	if !ok {
+		return 0, nil, errorf(pd.ErrInvalidProjectName, "project_name is required: a non-empty string")
 	}
-	proj, err := h.store.RenameProject(r.Context(), ps.ByName("project"), *body.ProjectName)
+	proj, err := h.store.RenameProject(r.Context(), ps.ByName("project"), name)
 	return http.StatusOK, map[string]any{"project": proj}, err
 }
 
 func (h *Handler) createToken(r *http.Request, ps httprouter.Params) (int, any, error) {
 	var body struct {
 		TokenName string  `json:"token_name"`
-		TokenType string  `json:"token_type"`
+		TokenType any     `json:"token_type"` // absent or null: the default
 		Role      pd.Role `json:"role"`
 		ExpiresAt *string `json:"expires_at"`
 	}
 	if _, err := h.decodeBody(r, &body); err != nil {
 		return 0, nil, err
 	}
-	req := pd.NewToken{Name: body.TokenName, Type: body.TokenType, Role: body.Role}
+	req := pd.NewToken{Name: body.TokenName, Role: body.Role}
+	if body.TokenType != nil {
+		// Sent, it must be the type: the Store reads an empty Type as
+		// the default, which a sent "" is not.
+		if typ, _ := body.TokenType.(string); typ != pd.TokenType {
+			return 0, nil, errorf(pd.ErrInvalidTokenType, "token_type must be %q", pd.TokenType)
+		}
+		req.Type = pd.TokenType
+	}
 	if body.ExpiresAt != nil {
 		t, err := time.Parse(time.RFC3339Nano, *body.ExpiresAt)
 		if err != nil {
@@ -285,20 +292,21 @@ func knownParams(q url.Values, names ...string) error {
 }
 
 // queryPage parses the limit and offset query parameters that are
-// present. The Store reads a zero limit as "the default"; over HTTP an
-// explicit limit below 1 is a limit, clamped to 1.
+// present; an empty one (limit=) is absent. The Store reads a zero limit
+// as "the default"; over HTTP an explicit limit below 1 is a limit,
+// clamped to 1.
 func queryPage(q url.Values, limit, offset *int) error {
 	for name, dst := range map[string]*int{"limit": limit, "offset": offset} {
 		if v := q.Get(name); v != "" {
 			n, err := strconv.Atoi(v)
-			if err != nil {
+			if err != nil && !errors.Is(err, strconv.ErrRange) { // out of range: n is the nearest int
 				return errorf(pd.ErrInvalidRequest, "%s must be an integer", name)
 			}
 			*dst = n
+			if name == "limit" {
+				*dst = max(n, 1)
+			}
 		}
-	}
-	if q.Has("limit") && *limit < 1 {
-		*limit = 1
 	}
 	return nil
 }
