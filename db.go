@@ -271,6 +271,7 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 		return err
 	}
 	c.db.Limit(sqlite3.LIMIT_ATTACHED, 0)
+	c.db.Limit(sqlite3.LIMIT_LIKE_PATTERN_LENGTH, MaxLikePattern)
 	pragmas := `PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;`
 	if readOnly {
 		pragmas += ` PRAGMA query_only=ON; PRAGMA trusted_schema=OFF;`

@@ -870,8 +870,7 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 		if err != nil {
 			return nil, false, errors.WithMessage(err, "data")
 		}
-		args, setsKey := t.writeUpdateSet(sql, vals, nil)
-		return args, setsKey, nil
+		return t.writeUpdateSet(sql, vals, nil)
 	})
 }
 

@@ -601,10 +601,29 @@ func TestBulkWhereRefusals(t *testing.T) {
 		{"LikeNumber", where(t, `[{"column":"name","op":"like","value":5}]`), projectdata.ErrInvalidWhere},
 		{"InTooLong", projectdata.Where{{Column: "age", Op: projectdata.WhereIn, Value: make([]int, projectdata.MaxWhereList+1)}}, projectdata.ErrInvalidWhere},
 		{"GoBytesAsList", projectdata.Where{{Column: "age", Op: projectdata.WhereIn, Value: []byte{1}}}, projectdata.ErrInvalidWhere},
+		// Lists within bounds one by one, but over SQLite's parameters in all.
+		{"InListsTooLongInAll", projectdata.Where{
+			{Column: "age", Op: projectdata.WhereIn, Value: make([]int, projectdata.MaxWhereList)},
+			{Column: "age", Op: projectdata.WhereNotIn, Value: make([]int, projectdata.MaxWhereList)},
+			{Column: "age", Op: projectdata.WhereIn, Value: make([]int, projectdata.MaxWhereList)},
+			{Column: "age", Op: projectdata.WhereIn, Value: make([]int, projectdata.MaxWhereList)},
+		}, projectdata.ErrInvalidWhere},
+		{"InListsOneOverInAll", projectdata.Where{
+			{Column: "age", Op: projectdata.WhereIn, Value: make([]int, projectdata.MaxWhereList-1)},
+			{Column: "age", Op: projectdata.WhereNotIn, Value: []int{1, 2}},
+		}, projectdata.ErrInvalidWhere},
+		{"NullKey", nil, projectdata.ErrNotNullViolation}, // the data sets the key to NULL (see below)
+		{"LikeTooLong", projectdata.Where{{Column: "name", Op: projectdata.WhereLike, Value: strings.Repeat("%a", projectdata.MaxLikePattern/2) + "b"}}, projectdata.ErrInvalidWhere},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
+			if c.where == nil {
+				_, err := s.UpdateRecords(ctx, "acme", "people", projectdata.BulkUpdate{Data: projectdata.Row{"tag": "x", "id": nil}, Where: where(t, `{"id":1}`)})
+				pdtest.Code(t, err, c.code)
+				is.Equal(tagged(t, s), []int64{})
+				return
+			}
 			_, err := s.UpdateRecords(ctx, "acme", "people", projectdata.BulkUpdate{Data: projectdata.Row{"tag": "x"}, Where: c.where})
 			pdtest.Code(t, err, c.code)
 			_, err = s.DeleteRecords(ctx, "acme", "people", projectdata.BulkDelete{Where: c.where})
@@ -781,4 +800,50 @@ func TestReadsRecoverFromASchemaChangedUnderTheCache(t *testing.T) {
 	list, err := s.ListRecords(ctx, "acme", "orders", projectdata.ListOptions{})
 	is.NoErr(err)
 	is.Equal(list.Rows[0]["amount"], int64(7))
+}
+
+// TestLikePatternAtItsLimit runs the deepest pattern allowed (a wildcard
+// and a letter MaxLikePattern/2 times, each a level of SQLite's recursion
+// against a long run of that letter) on the writer, on a list and in a
+// query: each answers, and the project goes on writing. A longer pattern
+// is refused before SQLite sees it, or by SQLite's limit in a query.
+func TestLikePatternAtItsLimit(t *testing.T) {
+	is := is.New(t)
+	s := peopleStore(t)
+	_, err := s.Insert(ctx, "acme", "people", []projectdata.Row{{"name": strings.Repeat("a", 3*projectdata.MaxLikePattern)}})
+	is.NoErr(err)
+	deepest := strings.Repeat("%a", projectdata.MaxLikePattern/2-1) + "%b"
+	is.Equal(len(deepest), projectdata.MaxLikePattern)
+	like := projectdata.Where{{Column: "name", Op: projectdata.WhereLike, Value: deepest}}
+
+	res, err := s.DeleteRecords(ctx, "acme", "people", projectdata.BulkDelete{Where: like})
+	is.NoErr(err)
+	is.Equal(res.AffectedRows, int64(0))
+	res, err = s.UpdateRecords(ctx, "acme", "people", projectdata.BulkUpdate{Data: projectdata.Row{"tag": "x"}, Where: like})
+	is.NoErr(err)
+	is.Equal(res.AffectedRows, int64(0))
+	list, err := s.ListRecords(ctx, "acme", "people", projectdata.ListOptions{Where: like})
+	is.NoErr(err)
+	is.Equal(len(list.Rows), 0)
+	q, err := s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT count(*) AS n FROM people WHERE name LIKE ?", Args: []any{deepest}})
+	is.NoErr(err)
+	is.Equal(q.Rows[0]["n"], int64(0))
+	_, err = s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT name GLOB ? AS g FROM people", Args: []any{strings.ReplaceAll(deepest, "%", "*")}})
+	is.NoErr(err)
+
+	// One level deeper than allowed, and deep enough to overflow SQLite's
+	// stack: refused, in a where and in a query.
+	for _, deeper := range []string{"%a" + deepest, strings.Repeat("%a", 10000) + "%b"} {
+		_, err = s.DeleteRecords(ctx, "acme", "people", projectdata.BulkDelete{Where: projectdata.Where{{Column: "name", Op: projectdata.WhereLike, Value: deeper}}})
+		pdtest.Code(t, err, projectdata.ErrInvalidWhere)
+		_, err = s.ListRecords(ctx, "acme", "people", projectdata.ListOptions{Where: projectdata.Where{{Column: "name", Op: projectdata.WhereLike, Value: deeper}}})
+		pdtest.Code(t, err, projectdata.ErrInvalidWhere)
+		_, err = s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT count(*) AS n FROM people WHERE name LIKE ?", Args: []any{deeper}})
+		pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+	}
+
+	// The writer and the readers are whole.
+	_, err = s.Insert(ctx, "acme", "people", []projectdata.Row{{"name": "eve"}})
+	is.NoErr(err)
+	is.Equal(total(t, s, "people"), int64(6))
 }

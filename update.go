@@ -49,7 +49,10 @@ func (s *Store) UpdateFoundRecord(ctx context.Context, slug, table string, id an
 				return err
 			}
 			var sql strings.Builder
-			args, _ := t.writeUpdateSet(&sql, vals, make([]any, 0, len(vals)+1))
+			args, _, err := t.writeUpdateSet(&sql, vals, make([]any, 0, len(vals)+1))
+			if err != nil {
+				return err
+			}
 			sql.WriteString(" WHERE ")
 			sql.WriteString(t.pk.quoted)
 			sql.WriteString(" = ? RETURNING ")
@@ -88,12 +91,16 @@ func (s *Store) UpdateFoundRecord(ctx context.Context, slug, table string, id an
 
 // writeUpdateSet writes "UPDATE <table> SET <col> = ?, …" for the checked
 // values vals to sql and returns args with their values appended, and
-// whether they set the primary key.
-func (t *tableInfo) writeUpdateSet(sql *strings.Builder, vals []colValue, args []any) ([]any, bool) {
+// whether they set the primary key. A primary key set to NULL is
+// ErrNotNullViolation (SQLite refuses it to an INTEGER key as a mismatch).
+func (t *tableInfo) writeUpdateSet(sql *strings.Builder, vals []colValue, args []any) ([]any, bool, error) {
 	setsKey := false
 	sql.WriteString("UPDATE ")
 	sql.WriteString(t.quoted)
 	for i, cv := range vals {
+		if cv.col == t.pk && cv.val.isNull() {
+			return nil, false, errorf(ErrNotNullViolation, "column %q is the primary key of table %q: it must not be NULL", cv.col.Name, t.Name)
+		}
 		if i == 0 {
 			sql.WriteString(" SET ")
 		} else {
@@ -104,5 +111,5 @@ func (t *tableInfo) writeUpdateSet(sql *strings.Builder, vals []colValue, args [
 		args = append(args, cv.val.any())
 		setsKey = setsKey || cv.col == t.pk
 	}
-	return args, setsKey
+	return args, setsKey, nil
 }

@@ -49,6 +49,7 @@ func TestUpdateRecord(t *testing.T) {
 		{"ColumnTwice", 1, projectdata.Row{"age": 1, "AGE": 2}, projectdata.ErrInvalidRequest},
 		{"NullIntoNotNull", 1, projectdata.Row{"name": nil}, projectdata.ErrNotNullViolation},
 		{"DuplicateKey", 1, projectdata.Row{"id": 2}, projectdata.ErrUniqueViolation},
+		{"NullKey", 1, projectdata.Row{"id": nil}, projectdata.ErrNotNullViolation}, // an INTEGER key: SQLite says mismatch
 	}
 	for _, c := range cases {
 		t.Run("Refuses"+c.name, func(t *testing.T) {

@@ -55,8 +55,17 @@ const (
 	WhereIsNotNull WhereOp = "is_not_null"
 )
 
-// MaxWhereList bounds the values of one in or not_in condition.
+// MaxWhereList bounds the values of the in and not_in lists of a Where, in
+// one list and in all of them: SQLite binds at most 32,766 parameters to a
+// statement.
 const MaxWhereList = 10000
+
+// MaxLikePattern bounds a like pattern, in bytes, in a Where and in a
+// query (SQLite's limit of every connection). SQLite matches a pattern
+// recursively, a level for each wildcard followed by other characters: a
+// pattern of some 9,000 bytes overflows its stack, which leaves the
+// connection unusable. It is not an Option: a larger one is not safe.
+const MaxLikePattern = 4000
 
 // Where selects the rows of a bulk update or delete: every condition must
 // match. An empty Where selects nothing by itself: the bulk operations then
@@ -232,6 +241,7 @@ func (w Where) appendSQL(t *tableInfo, sql *strings.Builder, args []any) ([]any,
 	if len(w) > maxWhereConditions {
 		return nil, errorf(ErrInvalidWhere, "where takes at most %d conditions", maxWhereConditions)
 	}
+	listed := 0 // values in the lists so far
 	for i, c := range w {
 		col, err := t.columnNamed(c.Column)
 		if err != nil {
@@ -257,10 +267,16 @@ func (w Where) appendSQL(t *tableInfo, sql *strings.Builder, args []any) ([]any,
 			if args, params, err = appendList(col, c.Value, args); err != nil {
 				return nil, errors.WithMessagef(err, "where condition %d", i)
 			}
+			if listed += reflect.ValueOf(c.Value).Len(); listed > MaxWhereList {
+				return nil, errorf(ErrInvalidWhere, "where condition %d: the lists of the where hold more than %d values in all", i, MaxWhereList)
+			}
 		case op.text:
 			pattern, ok := c.Value.(string)
 			if !ok {
 				return nil, errorf(ErrInvalidWhere, "where condition %d: op %s takes a text pattern", i, opName)
+			}
+			if len(pattern) > MaxLikePattern {
+				return nil, errorf(ErrInvalidWhere, "where condition %d: the pattern is %d bytes; at most %d are allowed", i, len(pattern), MaxLikePattern)
 			}
 			args = append(args, pattern)
 		default:
