@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
@@ -35,9 +36,10 @@ type project struct {
 	refs      int  // operations using the project; guarded by store.mu
 	forgotten bool // dropped from the Store's open projects (forget); guarded by store.mu
 
-	wsem   chan struct{} // holds the writer; capacity 1
-	writer *conn
-	wq     writeQueue // writes waiting for the writer (writer.go)
+	wsem    chan struct{} // holds the writer; capacity 1
+	writer  *conn
+	faulted atomic.Bool // the writer trapped: writes fail, the Store opens the project anew (trap.go)
+	wq      writeQueue  // writes waiting for the writer (writer.go)
 
 	psem  chan struct{} // holds point; capacity 1
 	point *conn         // read-only connection of point reads (readPoint); nil until used
@@ -134,7 +136,7 @@ func (p *project) close() error {
 // read runs fn on a read-only connection from the pool. Each statement fn
 // runs sees its own snapshot; use readTx for several statements that must
 // agree.
-func (p *project) read(ctx context.Context, fn func(c *conn) error) error {
+func (p *project) read(ctx context.Context, fn func(c *conn) error) (err error) {
 	if err := p.enter(ctx, p.rsem, "read connection"); err != nil {
 		return err
 	}
@@ -146,6 +148,7 @@ func (p *project) read(ctx context.Context, fn func(c *conn) error) error {
 	}
 	healthy := false
 	defer func() { p.returnReader(c, healthy) }()
+	defer recoverReaderTrap(c, &err)
 
 	old := c.db.SetInterrupt(ctx)
 	err = fn(c)
@@ -234,8 +237,8 @@ type conn struct {
 	reserved int64       // bytes reserved from heap for a query that grew
 	discard  bool        // closed, not pooled, when given back
 	// trapped is set when SQLite's code trapped (its stack overflowed): the
-	// instance is unusable, so it is dropped without another call into it
-	// (the garbage collector closes its files).
+	// instance is unusable, so it is dropped without another call into it,
+	// and what it holds is given back (see releaseInstance).
 	trapped bool
 	// changes is the change-log state of the writer's unit of work.
 	changes changeCounts
@@ -300,6 +303,7 @@ func (c *conn) close() error {
 		c.heap = nil
 	}
 	if c.trapped {
+		c.release()
 		return nil
 	}
 	// Every statement of the connection: the cached ones, and any left

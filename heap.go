@@ -1,7 +1,6 @@
 package projectdata
 
 import (
-	"runtime"
 	"strings"
 	"sync"
 )
@@ -72,10 +71,10 @@ func recoverDriverPanic(c *conn, err *error) {
 	if r == nil {
 		return
 	}
-	if _, ok := r.(runtime.Error); ok && panickedInSQLite() {
+	if isTrap(r) {
 		// SQLite's WebAssembly stack overflowed (a statement nested too
 		// deeply to parse or plan, such as a long chain of CTEs): the
-		// instance is left unusable and cannot even be closed.
+		// instance is unusable; closing c gives back what it holds.
 		c.discard, c.trapped = true, true
 		*err = errorf(ErrInvalidRequest, "the statement is nested too deeply for SQLite; simplify it")
 		return
@@ -92,26 +91,5 @@ func recoverDriverPanic(c *conn, err *error) {
 		*err = errorf(ErrInvalidRequest, "the statement holds a name or text longer than SQLite allows (1,000,000 bytes)")
 	default:
 		panic(r)
-	}
-}
-
-// sqliteModule is the package of SQLite compiled to Go from WebAssembly.
-const sqliteModule = "github.com/ncruces/go-sqlite3-wasm/"
-
-// panickedInSQLite reports whether the panic being recovered was raised in
-// SQLite's own code (a WebAssembly trap, such as its stack overflowing),
-// rather than in ours. It must be called from the deferred function that
-// recovers, while the panicking frames are still on the stack.
-func panickedInSQLite() bool {
-	pc := make([]uintptr, 64)
-	frames := runtime.CallersFrames(pc[:runtime.Callers(3, pc)])
-	for {
-		f, more := frames.Next()
-		if strings.HasPrefix(f.Function, sqliteModule) {
-			return true
-		}
-		if !more {
-			return false
-		}
 	}
 }

@@ -74,7 +74,7 @@ func (p *project) tryWrite(ctx context.Context, fn func(c *conn) error) (bool, e
 // the queries that hold the readers, nor behind the writer, and takes no
 // reader from them. Its reads are point reads, so one connection serves
 // them in turn.
-func (p *project) readPoint(ctx context.Context, fn func(c *conn) error) error {
+func (p *project) readPoint(ctx context.Context, fn func(c *conn) error) (err error) {
 	if err := p.enter(ctx, p.psem, "point-read connection"); err != nil {
 		return err
 	}
@@ -87,7 +87,16 @@ func (p *project) readPoint(ctx context.Context, fn func(c *conn) error) error {
 		p.store.heap.track(c)
 		p.point = c
 	}
-	old := p.point.db.SetInterrupt(ctx)
-	defer p.point.db.SetInterrupt(old)
-	return fn(p.point)
+	c := p.point
+	old := c.db.SetInterrupt(ctx)
+	defer func() {
+		if c.trapped {
+			c.close()
+			p.point = nil // the next point read opens another
+			return
+		}
+		c.db.SetInterrupt(old)
+	}()
+	defer recoverReaderTrap(c, &err)
+	return fn(c)
 }

@@ -187,9 +187,26 @@ func restartChangeLog(c *conn, at time.Time) error {
 // with its own registry, schema and token caches. The old one is closed
 // now when idle, else by the release of its last operation.
 func (s *Store) forget(slug string) {
+	s.forgetIf(slug, func(*project) bool { return true })
+}
+
+// drop is forget for the open project p only (not another opened since
+// under its slug).
+func (s *Store) drop(p *project) {
+	s.forgetIf(p.slug, func(q *project) bool { return q == p })
+}
+
+// forgetIf is forget when match reports true of the open project slug.
+func (s *Store) forgetIf(slug string, match func(p *project) bool) {
 	var old *project
 	s.mu.Lock()
-	s.projects.removeIf(slug, func(p *project) bool { old = p; return true })
+	s.projects.removeIf(slug, func(p *project) bool {
+		if match(p) {
+			old = p
+			return true
+		}
+		return false
+	})
 	idle := old != nil && old.refs == 0
 	if old != nil {
 		old.forgotten = true

@@ -81,6 +81,9 @@ func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if p.faulted.Load() {
+		return errWriterFault(p.slug)
+	}
 	fn = recordingAnswer(ctx, fn) // an idempotent operation's answer commits with its effect
 	r := &writeRequest{ctx: ctx, alone: alone, done: make(chan struct{})}
 	r.fn = p.loggingChanges(r, fn)
@@ -147,6 +150,13 @@ func (p *project) runQueued() {
 	runtime.Gosched()
 	reqs := p.wq.take()
 	for len(reqs) > 0 {
+		if p.faulted.Load() {
+			for _, r := range reqs {
+				r.err = errWriterFault(p.slug)
+				close(r.done)
+			}
+			return
+		}
 		if reqs[0].alone {
 			p.runAlone(reqs[0])
 			reqs = reqs[1:]
@@ -171,6 +181,11 @@ func (p *project) runAlone(r *writeRequest) {
 	defer close(r.done)
 	defer func() {
 		if v := recover(); v != nil {
+			if isTrap(v) {
+				p.writerTrapped(p.writer)
+				r.err = errWriterFault(p.slug)
+				return
+			}
 			r.panicked = v
 		}
 	}()
@@ -210,6 +225,11 @@ func (p *project) runSingle(r *writeRequest) {
 	committed := false
 	defer func() {
 		if v := recover(); v != nil {
+			if isTrap(v) {
+				p.writerTrapped(c)
+				r.err = errWriterFault(p.slug)
+				return
+			}
 			r.panicked = v
 		}
 		if !committed && !c.db.GetAutocommit() {
@@ -234,9 +254,21 @@ func (p *project) runSingle(r *writeRequest) {
 // group.
 func (p *project) runGroup(reqs []*writeRequest) {
 	c := p.writer
+	var joined []*writeRequest // released into the transaction
 	defer func() {
+		v := recover()
+		if v != nil && isTrap(v) { // in BEGIN or COMMIT
+			p.writerTrapped(c)
+			for _, j := range joined {
+				j.err = errWriterFault(p.slug)
+			}
+			v = nil
+		}
 		for _, r := range reqs {
 			close(r.done)
+		}
+		if v != nil {
+			panic(v)
 		}
 	}()
 	begin := func(rest []*writeRequest) bool {
@@ -251,12 +283,22 @@ func (p *project) runGroup(reqs []*writeRequest) {
 	if !begin(reqs) {
 		return
 	}
-	var joined []*writeRequest // released into the transaction
 	for i, r := range reqs {
 		if r.err = r.ctx.Err(); r.err != nil {
 			continue
 		}
 		ok := p.runSavepoint(c, r)
+		if c.trapped {
+			// The transaction is gone with the writer, and the writes that
+			// had joined it; the rest do not run.
+			for _, j := range joined {
+				j.err = errWriterFault(p.slug)
+			}
+			for _, rest := range reqs[i+1:] {
+				rest.err = errWriterFault(p.slug)
+			}
+			return
+		}
 		if c.db.GetAutocommit() {
 			// SQLite rolled the whole transaction back (an I/O error, a
 			// full disk): the writes that had joined it are lost too. Their
@@ -291,6 +333,12 @@ func (p *project) runGroup(reqs []*writeRequest) {
 func (p *project) runSavepoint(c *conn, r *writeRequest) (joined bool) {
 	defer func() {
 		if v := recover(); v != nil {
+			if isTrap(v) {
+				p.writerTrapped(c)
+				r.err = errWriterFault(p.slug)
+				joined = false
+				return
+			}
 			r.panicked = v
 			rollbackSavepoint(c)
 			joined = false

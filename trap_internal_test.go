@@ -1,0 +1,118 @@
+package projectdata
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// trapSQL overflows SQLite's stack, once likeBomb allowed it a pattern
+// longer than MaxLikePattern: no input reaches this, which is why the tests
+// call it on a connection of their own making.
+const trapSQL = `SELECT ? LIKE ?`
+
+// likeBomb lets c match patterns of any length and runs one whose matching
+// overflows SQLite's stack.
+func likeBomb(c *conn) error {
+	c.db.Limit(sqlite3.LIMIT_LIKE_PATTERN_LENGTH, 1_000_000)
+	return c.exec(trapSQL, strings.Repeat("a", 30000), strings.Repeat("%a", 10000)+"%b")
+}
+
+// TestTrappedWriterReopensTheProject traps the writer in each way a write
+// runs (alone, single, in a group) and checks that the trap fails the
+// writes that shared its transaction with server_busy, that the project
+// goes on writing, opened anew, and that nothing of the failed writes was
+// stored.
+func TestTrappedWriterReopensTheProject(t *testing.T) {
+	ctx := context.Background()
+	defer func(v bool) { verifyChangeLog = v }(verifyChangeLog)
+	verifyChangeLog = false // the writes insert with SQL of their own, outside the change log
+	for _, how := range []string{"Alone", "Single", "Group"} {
+		t.Run(how, func(t *testing.T) {
+			is := is.New(t)
+			s := itemsStore(t, nil)
+			_, err := s.Insert(ctx, "acme", "items", []Row{{"name": "kept"}})
+			is.NoErr(err)
+			p, err := s.acquire(ctx, "acme")
+			is.NoErr(err)
+			released := false
+			defer func() {
+				if !released {
+					s.release(p) // a failed check must not leave Close waiting
+				}
+			}()
+			insert := func(c *conn) error {
+				return c.exec(`INSERT INTO items (name) VALUES ('lost')`)
+			}
+			switch how {
+			case "Alone":
+				err = p.writeAlone(ctx, func(c *conn) error {
+					is.NoErr(insert(c))
+					return likeBomb(c)
+				})
+				is.Equal(ErrorCode(err), ErrServerBusy)
+			case "Single":
+				err = p.write(ctx, func(c *conn) error {
+					is.NoErr(insert(c))
+					return likeBomb(c)
+				})
+				is.Equal(ErrorCode(err), ErrServerBusy)
+			case "Group":
+				// Holding the writer, queue three writes: the one that
+				// takes it runs them as one group, the trap second.
+				p.wsem <- struct{}{}
+				var wg sync.WaitGroup
+				errs := make([]error, 3)
+				for i := range errs {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						errs[i] = p.write(ctx, func(c *conn) error {
+							is.NoErr(insert(c))
+							if i == 1 {
+								return likeBomb(c)
+							}
+							return nil
+						})
+					}()
+					for queued(p) < i+1 {
+						time.Sleep(time.Millisecond)
+					}
+				}
+				<-p.wsem
+				wg.Wait()
+				for _, err := range errs {
+					is.Equal(ErrorCode(err), ErrServerBusy)
+				}
+			}
+			is.True(p.faulted.Load())
+			err = p.write(ctx, insert) // the faulted project fails fast
+			is.Equal(ErrorCode(err), ErrServerBusy)
+			s.release(p)
+			released = true
+
+			_, err = s.Insert(ctx, "acme", "items", []Row{{"name": "after"}})
+			is.NoErr(err)
+			list, err := s.ListRecords(ctx, "acme", "items", ListOptions{})
+			is.NoErr(err)
+			var names []string
+			for _, r := range list.Rows {
+				names = append(names, r["name"].(string))
+			}
+			is.Equal(names, []string{"kept", "after"})
+			is.Equal(*list.Total, int64(2))
+		})
+	}
+}
+
+// queued returns how many writes wait in p's queue.
+func queued(p *project) int {
+	p.wq.mu.Lock()
+	defer p.wq.mu.Unlock()
+	return len(p.wq.pending)
+}
