@@ -168,12 +168,13 @@ func (f *feed) read() error {
 	return s.withProject(ctx, f.slug, "", func(p *project) error {
 		for {
 			var page ChangePage
+			full := false
 			err := p.readTx(ctx, func(c *conn) (err error) {
 				if !f.ready {
 					_, f.last, err = changeBounds(c)
 					return err
 				}
-				page, err = readChanges(c, ChangeQuery{After: f.last, Limit: feedPage})
+				page, full, err = readChanges(c, ChangeQuery{After: f.last, Limit: feedPage}, s.opts.QueryMaxBytes)
 				return err
 			})
 			if ErrorCode(err) == ErrChangesExpired { // the feed stalled longer than the retention
@@ -193,9 +194,6 @@ func (f *feed) read() error {
 				f.mu.Unlock()
 				continue
 			}
-			for i := range page.Changes {
-				page.Changes[i].encoded, _ = page.Changes[i].encode()
-			}
 			f.mu.Lock()
 			if len(page.Changes) > 0 {
 				tail := append(f.tail, page.Changes...)
@@ -208,7 +206,7 @@ func (f *feed) read() error {
 			}
 			f.last = max(f.last, page.NextAfter)
 			f.mu.Unlock()
-			if len(page.Changes) < feedPage {
+			if !full {
 				return nil
 			}
 		}

@@ -112,7 +112,7 @@ func (s *Store) ListChanges(ctx context.Context, slug string, q ChangeQuery) (Ch
 	var page ChangePage
 	err := s.withProject(ctx, slug, OpListChanges, func(p *project) error {
 		return p.readTx(ctx, func(c *conn) (err error) {
-			page, err = readChanges(c, q)
+			page, _, err = readChanges(c, q, s.opts.QueryMaxBytes)
 			return err
 		})
 	})
@@ -120,15 +120,19 @@ func (s *Store) ListChanges(ctx context.Context, slug string, q ChangeQuery) (Ch
 }
 
 // readChanges reads a page of the log through c, inside a read
-// transaction; q is checked.
-func readChanges(c *conn, q ChangeQuery) (ChangePage, error) {
-	page := ChangePage{Changes: []Change{}, NextAfter: q.After}
+// transaction; q is checked. The page's changes are encoded, and end
+// before their JSON passes maxBytes (the result budget, as a list's rows
+// are), but for the first: one change is never split, and the log must go
+// on. full reports whether the page ended at q.Limit or the budget, with
+// more changes, maybe, after it.
+func readChanges(c *conn, q ChangeQuery, maxBytes int) (page ChangePage, full bool, err error) {
+	page = ChangePage{Changes: []Change{}, NextAfter: q.After}
 	first, last, err := changeBounds(c)
 	if err != nil {
-		return page, err
+		return page, false, err
 	}
 	if last > 0 && q.After < first-1 {
-		return page, errorf(ErrChangesExpired, "change %d is older than the oldest change kept (%d): read the data afresh and follow the log from %d", q.After, first, last)
+		return page, false, errorf(ErrChangesExpired, "change %d is older than the oldest change kept (%d): read the data afresh and follow the log from %d", q.After, first, last)
 	}
 	var sql strings.Builder
 	sql.WriteString(`SELECT last_id, count, table_name, op, at, data FROM _pd_changes WHERE last_id > ?`)
@@ -143,23 +147,39 @@ func readChanges(c *conn, q ChangeQuery) (ChangePage, error) {
 	}
 	sql.WriteString(` ORDER BY last_id LIMIT ?`)
 	args = append(args, q.Limit) // every record holds at least one change after q.After
-	err = c.query(sql.String(), args, func(st *sqlite3.Stmt) error {
+	size := 0
+	add := func(ch Change) (bool, error) {
 		if len(page.Changes) >= q.Limit {
+			full = true
+			return false, nil
+		}
+		enc, err := ch.encode()
+		if err != nil {
+			return false, err
+		}
+		if size += len(enc) + 1; size > maxBytes && len(page.Changes) > 0 {
+			full = true
+			return false, nil
+		}
+		ch.encoded = enc
+		page.Changes = append(page.Changes, ch)
+		return true, nil
+	}
+	err = c.query(sql.String(), args, func(st *sqlite3.Stmt) error {
+		if full {
 			return nil
 		}
-		var err error
-		page.Changes, err = decodeRecord(st, q.After, q.Limit, page.Changes)
-		return err
+		return decodeRecord(st, q.After, add)
 	})
 	if err != nil {
-		return page, err
+		return page, false, err
 	}
-	if n := len(page.Changes); n == q.Limit {
+	if n := len(page.Changes); full || n == q.Limit {
 		page.NextAfter = page.Changes[n-1].ID
 	} else if last > q.After {
 		page.NextAfter = last
 	}
-	return page, nil
+	return page, full || len(page.Changes) == q.Limit, nil
 }
 
 // changeBounds returns the ids of the oldest and newest changes kept; both
@@ -172,38 +192,42 @@ func changeBounds(c *conn) (first, last int64, err error) {
 	return first, last, err
 }
 
-// decodeRecord appends the changes of the current log record with ids
-// greater than after to out, until out holds limit changes.
-func decodeRecord(st *sqlite3.Stmt, after int64, limit int, out []Change) ([]Change, error) {
+// decodeRecord passes the changes of the current log record with ids
+// greater than after to add, in order, until add reports false.
+func decodeRecord(st *sqlite3.Stmt, after int64, add func(Change) (more bool, err error)) error {
 	lastID, count := st.ColumnInt64(0), st.ColumnInt64(1)
 	table, op := st.ColumnText(2), st.ColumnText(3)
 	at, err := parseTime(st.ColumnText(4))
 	if err != nil {
-		return out, errors.Wrap(err, "change log time")
+		return errors.Wrap(err, "change log time")
 	}
 	at = at.UTC()
 	firstID := lastID - count + 1
 	if op == ChangeSchema {
-		for id := max(firstID, after+1); id <= lastID && len(out) < limit; id++ {
-			out = append(out, Change{ID: id, Table: table, Op: op, At: at})
+		for id := max(firstID, after+1); id <= lastID; id++ {
+			if more, err := add(Change{ID: id, Table: table, Op: op, At: at}); !more || err != nil {
+				return err
+			}
 		}
-		return out, nil
+		return nil
 	}
 	data := st.ColumnRawText(5)
 	if op == ChangeDelete {
 		var keys []any
 		if err := decodeJSONValue(data, &keys); err != nil || int64(len(keys)) != count {
-			return out, errors.New("change log: malformed delete record")
+			return errors.New("change log: malformed delete record")
 		}
 		for i, k := range keys {
 			if n, ok := k.(json.Number); ok {
 				k = storedNumber(n)
 			}
-			if id := firstID + int64(i); id > after && len(out) < limit {
-				out = append(out, Change{ID: id, Table: table, Op: op, Key: k, At: at})
+			if id := firstID + int64(i); id > after {
+				if more, err := add(Change{ID: id, Table: table, Op: op, Key: k, At: at}); !more || err != nil {
+					return err
+				}
 			}
 		}
-		return out, nil
+		return nil
 	}
 	var rec struct {
 		PK      int      `json:"pk"`
@@ -211,18 +235,15 @@ func decodeRecord(st *sqlite3.Stmt, after int64, limit int, out []Change) ([]Cha
 		Rows    [][]any  `json:"rows"`
 	}
 	if err := decodeJSONValue(data, &rec); err != nil || int64(len(rec.Rows)) != count {
-		return out, errors.New("change log: malformed record")
+		return errors.New("change log: malformed record")
 	}
 	for i, vals := range rec.Rows {
 		id := firstID + int64(i)
 		if id <= after {
 			continue
 		}
-		if len(out) >= limit {
-			break
-		}
 		if len(vals) != len(rec.Columns) {
-			return out, errors.New("change log: malformed row image")
+			return errors.New("change log: malformed row image")
 		}
 		row := make(Row, len(vals))
 		for j, v := range vals {
@@ -235,9 +256,11 @@ func decodeRecord(st *sqlite3.Stmt, after int64, limit int, out []Change) ([]Cha
 		if rec.PK >= 0 && rec.PK < len(vals) {
 			key = row[rec.Columns[rec.PK]]
 		}
-		out = append(out, Change{ID: id, Table: table, Op: op, Key: key, Row: row, At: at})
+		if more, err := add(Change{ID: id, Table: table, Op: op, Key: key, Row: row, At: at}); !more || err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // storedNumber turns a number of the log back into the value SQLite

@@ -2,8 +2,11 @@ package projectdata_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -368,4 +371,61 @@ func TestFollowChanges(t *testing.T) {
 		_, err = s.ListChanges(ctx, "other", projectdata.ChangeQuery{})
 		pdtest.Code(t, err, projectdata.ErrProjectNotFound)
 	})
+}
+
+// TestChangePagesKeepToTheResultBudget checks that a page of the change
+// log stops before its changes' JSON passes Options.QueryMaxBytes, as a
+// list's rows do (but for its first change, which comes whole: the log
+// must go on), that paging on from next_after reads every change once, and
+// that a follower gets them all without another commit to wake it.
+func TestChangePagesKeepToTheResultBudget(t *testing.T) {
+	is := is.New(t)
+	const budget = 64 << 10
+	s, _ := pdtest.NewProject(t, &projectdata.Options{QueryMaxBytes: budget})
+	createTable(t, s, "docs", projectdata.ColumnDef{Name: "body"})
+	// A follower at the head of the log when the inserts commit.
+	follow, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	followed := make(chan int)
+	go func() {
+		got := 0
+		for c, err := range s.Changes(follow, "acme", 1) {
+			if err != nil {
+				break
+			}
+			if got++; c.ID == 22 {
+				break
+			}
+		}
+		followed <- got
+	}()
+	rows := make([]projectdata.Row, 20)
+	for i := range rows {
+		rows[i] = projectdata.Row{"body": strings.Repeat(string(rune('a'+i)), 10<<10)}
+	}
+	_, err := s.Insert(ctx, "acme", "docs", rows) // one log record of 20 changes
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "docs", []projectdata.Row{{"body": strings.Repeat("z", 2*budget)}})
+	is.NoErr(err)
+
+	page, err := s.ListChanges(ctx, "acme", projectdata.ChangeQuery{After: 1, Limit: 1000})
+	is.NoErr(err)
+	n := len(page.Changes)
+	is.True(n > 1 && n < 20)
+	enc, err := json.Marshal(page.Changes)
+	is.NoErr(err)
+	is.True(len(enc) <= budget)
+	is.Equal(page.NextAfter, page.Changes[n-1].ID)
+
+	all := changesAfter(t, s, 1)
+	is.Equal(len(all), 21)
+	for i, c := range all {
+		is.Equal(c.ID, int64(i+2)) // in order, each once
+	}
+	page, err = s.ListChanges(ctx, "acme", projectdata.ChangeQuery{After: 21, Limit: 1000})
+	is.NoErr(err)
+	is.Equal(len(page.Changes), 1) // larger than the budget: alone, whole
+	is.Equal(len(page.Changes[0].Row["body"].(string)), 2*budget)
+
+	is.Equal(<-followed, 21) // without a commit after the last page to wake it
 }
