@@ -116,11 +116,15 @@ func (s *Store) ListChanges(ctx context.Context, slug string, q ChangeQuery) (Ch
 			return err
 		})
 	})
+	for i := range page.Changes {
+		page.Changes[i].encoded = nil // a Change the caller gets is its fields alone
+	}
 	return page, err
 }
 
 // readChanges reads a page of the log through c, inside a read
-// transaction; q is checked. The page's changes are encoded, and end
+// transaction; q is checked. The page's changes are encoded (encoded is
+// set), and end
 // before their JSON passes maxBytes (the result budget, as a list's rows
 // are), but for the first: one change is never split, and the log must go
 // on. full reports whether the page ended at q.Limit or the budget, with
