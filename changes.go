@@ -124,11 +124,10 @@ func (s *Store) ListChanges(ctx context.Context, slug string, q ChangeQuery) (Ch
 
 // readChanges reads a page of the log through c, inside a read
 // transaction; q is checked. The page's changes are encoded (encoded is
-// set), and end
-// before their JSON passes maxBytes (the result budget, as a list's rows
-// are), but for the first: one change is never split, and the log must go
-// on. full reports whether the page ended at q.Limit or the budget, with
-// more changes, maybe, after it.
+// set), and end before their JSON passes maxBytes (the result budget, as
+// a list's rows do), but for the first: one change is never split, and
+// the log must go on. full reports whether the page ended at q.Limit or
+// the budget, with more changes, maybe, after it.
 func readChanges(c *conn, q ChangeQuery, maxBytes int) (page ChangePage, full bool, err error) {
 	page = ChangePage{Changes: []Change{}, NextAfter: q.After}
 	first, last, err := changeBounds(c)
