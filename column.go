@@ -247,6 +247,15 @@ func (s *Store) UpdateColumn(ctx context.Context, slug, table, column string, up
 			if err != nil {
 				return err
 			}
+			if upd.Type.Set && typ != old.Type {
+				// A column holding values keeps its type whatever else the
+				// update says (a default that fits only the new type).
+				retyped := old
+				retyped.Type = typ
+				if err := checkColumnData(c, t, col, old, retyped); err != nil {
+					return err
+				}
+			}
 			next, err := updatedSpec(old, typ, upd)
 			if err != nil {
 				return err
@@ -280,12 +289,9 @@ func (s *Store) UpdateColumn(ctx context.Context, slug, table, column string, up
 // no data: the primary key rules and that the default fits the type.
 func updatedSpec(old columnSpec, typ ColumnType, upd ColumnUpdate) (columnSpec, error) {
 	next := old
-	const pkRule = "column %q is the primary key: primary key columns are always unique and not null, and their type cannot change"
+	const pkRule = "column %q is the primary key: primary key columns are always unique and not null"
 	if upd.Type.Set && typ != old.Type {
-		if old.Primary {
-			return next, errorf(ErrUnsupportedColumnChange, pkRule, old.Name)
-		}
-		next.Type = typ
+		next.Type = typ // the primary key's too, while the table is empty (see checkColumnData)
 	}
 	if upd.Nullable.Set && !old.Primary {
 		next.Nullable = upd.Nullable.To
@@ -297,12 +303,13 @@ func updatedSpec(old columnSpec, typ ColumnType, upd ColumnUpdate) (columnSpec, 
 	} else if upd.Unique.Set && !upd.Unique.To {
 		return next, errorf(ErrUnsupportedColumnChange, pkRule, old.Name)
 	}
-	def := old.Default
-	if upd.Default.Set {
-		def = upd.Default.To
-	}
 	var err error
-	if next.Default, err = next.Type.convert(def); err != nil {
+	if upd.Default.Set {
+		next.Default, err = checkDefault(next.Type, upd.Default.To)
+	} else { // the default as it is, maybe in a new type
+		next.Default, err = next.Type.convert(old.Default)
+	}
+	if err != nil {
 		return next, errors.WithMessagef(err, "default of column %q", old.Name)
 	}
 	return next, nil

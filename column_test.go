@@ -329,7 +329,7 @@ func TestUpdateColumnRefusals(t *testing.T) {
 		{"DefaultNotFitting", "people", "n", projectdata.ColumnUpdate{Default: projectdata.SetTo[any]("abc")}, projectdata.ErrInvalidColumnValue, ""},
 		{"NestedDefault", "people", "note", projectdata.ColumnUpdate{Default: projectdata.SetTo[any](map[string]any{"a": 1})}, projectdata.ErrInvalidColumnValue, ""},
 		{"DefaultNotFittingNewType", "dflt", "v", projectdata.ColumnUpdate{Type: projectdata.SetTo("INTEGER")}, projectdata.ErrInvalidColumnValue, ""},
-		{"PrimaryKeyType", "people", "id", projectdata.ColumnUpdate{Type: projectdata.SetTo("TEXT")}, projectdata.ErrUnsupportedColumnChange, "always unique and not null"},
+		{"PrimaryKeyTypeWithRows", "people", "id", projectdata.ColumnUpdate{Type: projectdata.SetTo("TEXT")}, projectdata.ErrColumnTypeLocked, `column "id" holds values`},
 		{"PrimaryKeyNullable", "people", "id", projectdata.ColumnUpdate{Nullable: projectdata.SetTo(true)}, projectdata.ErrUnsupportedColumnChange, ""},
 		{"PrimaryKeyNotUnique", "people", "id", projectdata.ColumnUpdate{Unique: projectdata.SetTo(false)}, projectdata.ErrUnsupportedColumnChange, ""},
 		{"RenameToTakenName", "people", "n", projectdata.ColumnUpdate{Name: projectdata.SetTo("NOTE")}, projectdata.ErrColumnExists, `column "note"`},
@@ -359,6 +359,32 @@ func TestUpdateColumnRefusals(t *testing.T) {
 			is.Equal(r.snapshot(t, "dflt"), other)
 		})
 	}
+}
+
+// TestColumnTypeChangeRules: a column that holds values keeps its type
+// (column_type_locked), even when its default fits only the new type; a
+// column without values takes a new type, the primary key of an empty
+// table included (spec, column rule 1).
+func TestColumnTypeChangeRules(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, nil)
+	createTable(t, s, "lk", projectdata.ColumnDef{Name: "note", Default: "n/a"})
+	_, err := s.Insert(ctx, "acme", "lk", []projectdata.Row{{"note": "hello"}})
+	is.NoErr(err)
+	_, err = s.UpdateColumn(ctx, "acme", "lk", "note", projectdata.ColumnUpdate{Type: projectdata.SetTo("INTEGER")})
+	pdtest.Code(t, err, projectdata.ErrColumnTypeLocked)
+
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "tpk", Columns: []projectdata.ColumnDef{{Name: "pk", Primary: true}, {Name: "v"}}})
+	is.NoErr(err)
+	col, err := s.UpdateColumn(ctx, "acme", "tpk", "pk", projectdata.ColumnUpdate{Type: projectdata.SetTo("INTEGER")})
+	is.NoErr(err)
+	is.Equal(col.Type, projectdata.TypeInteger)
+	is.Equal(bool(col.IsPrimary), true)
+	res, err := s.Insert(ctx, "acme", "tpk", []projectdata.Row{{"v": "a"}, {"v": "b"}}) // an INTEGER key is assigned
+	is.NoErr(err)
+	is.Equal(res.InsertedIDs, []any{int64(1), int64(2)})
+	_, err = s.UpdateColumn(ctx, "acme", "tpk", "pk", projectdata.ColumnUpdate{Type: projectdata.SetTo("TEXT")})
+	pdtest.Code(t, err, projectdata.ErrColumnTypeLocked)
 }
 
 // TestFailureInsideRebuildRollsBack makes a rebuild fail after it has

@@ -492,6 +492,9 @@ func checkTableDef(def TableDef) ([]columnSpec, error) {
 	if shadowsFunction(def.Name) {
 		return nil, errorf(ErrInvalidTableName, "table name %q is taken by an SQLite table-valued function (json_each, json_tree, jsonb_each, jsonb_tree, generate_series, pragma_*)", def.Name)
 	}
+	if err := checkDisplayName(def.DisplayName); err != nil {
+		return nil, err
+	}
 	if len(def.Columns) > maxColumns {
 		return nil, errorf(ErrInvalidRequest, "a table has at most %d columns", maxColumns)
 	}
@@ -537,12 +540,35 @@ func checkColumnDef(cd ColumnDef) (columnSpec, error) {
 	if err != nil {
 		return columnSpec{}, err
 	}
-	def, err := typ.convert(cd.Default)
+	def, err := checkDefault(typ, cd.Default)
 	if err != nil {
 		return columnSpec{}, errors.WithMessagef(err, "default of column %q", cd.Name)
 	}
 	spec := columnSpec{Name: cd.Name, Type: typ, Primary: cd.Primary, Nullable: !cd.NotNull && !cd.Primary, Unique: cd.Unique || cd.Primary, Default: def}
 	return spec, nil
+}
+
+// maxDefaultBytes bounds a column's default: it lives in the table's SQL,
+// which every schema change parses and every table listing returns.
+const maxDefaultBytes = 4096
+
+// checkDefault converts a column's default to its type, and bounds it.
+func checkDefault(typ ColumnType, v any) (any, error) {
+	def, err := typ.convert(v)
+	if err != nil {
+		return nil, err
+	}
+	switch d := def.(type) {
+	case string:
+		if len(d) > maxDefaultBytes {
+			return nil, errorf(ErrInvalidColumnValue, "a default is at most %d bytes; this one is %d", maxDefaultBytes, len(d))
+		}
+	case []byte:
+		if len(d) > maxDefaultBytes {
+			return nil, errorf(ErrInvalidColumnValue, "a default is at most %d bytes; this one is %d", maxDefaultBytes, len(d))
+		}
+	}
+	return def, nil
 }
 
 // columnSQL is a column's definition in CREATE TABLE. The name was checked
@@ -646,6 +672,14 @@ func (s *Store) GetTable(ctx context.Context, slug, table string) (Table, error)
 
 const maxDisplayNameLen = 200
 
+// checkDisplayName checks a table's display name; nil is none.
+func checkDisplayName(d *string) error {
+	if d != nil && len(*d) > maxDisplayNameLen {
+		return errorf(ErrInvalidRequest, "display_name must be at most %d bytes", maxDisplayNameLen)
+	}
+	return nil
+}
+
 // UpdateTable changes a table's display name (by numeric id or name).
 //
 // Errors: ErrTableNotFound, ErrInvalidRequest (display name too long),
@@ -653,8 +687,10 @@ const maxDisplayNameLen = 200
 func (s *Store) UpdateTable(ctx context.Context, slug, table string, upd TableUpdate) (Table, error) {
 	var out Table
 	err := s.withWrite(ctx, slug, writeCall{op: OpUpdateTable, args: []any{table, upd}, results: []any{&out}}, func(ctx context.Context, p *project) error {
-		if d := upd.DisplayName.To; upd.DisplayName.Set && d != nil && len(*d) > maxDisplayNameLen {
-			return errorf(ErrInvalidRequest, "display_name must be at most %d bytes", maxDisplayNameLen)
+		if upd.DisplayName.Set {
+			if err := checkDisplayName(upd.DisplayName.To); err != nil {
+				return err
+			}
 		}
 		return p.writeSchema(ctx, func(c *conn, sc *schema) error {
 			t, err := sc.lookupTable(table)

@@ -94,6 +94,8 @@ func TestCreateTable(t *testing.T) {
 		{"DefaultNotFitting", projectdata.TableDef{Name: "t", Columns: []projectdata.ColumnDef{{Name: "n", Type: "INTEGER", Default: "abc"}}}, projectdata.ErrInvalidColumnValue},
 		{"NestedDefault", projectdata.TableDef{Name: "t", Columns: []projectdata.ColumnDef{{Name: "n", Default: map[string]any{"a": 1}}}}, projectdata.ErrInvalidColumnValue},
 		{"BadDatetimeDefault", projectdata.TableDef{Name: "t", Columns: []projectdata.ColumnDef{{Name: "d", Type: "DATETIME", Default: "yesterday"}}}, projectdata.ErrInvalidColumnValue},
+		{"DisplayNameTooLong", projectdata.TableDef{Name: "t", DisplayName: ptr(strings.Repeat("x", 201))}, projectdata.ErrInvalidRequest},
+		{"DefaultTooLong", projectdata.TableDef{Name: "t", Columns: []projectdata.ColumnDef{{Name: "d", Default: strings.Repeat("x", 4097)}}}, projectdata.ErrInvalidColumnValue},
 	}
 	for _, c := range refusals {
 		t.Run("Refuses"+c.name, func(t *testing.T) {
