@@ -87,12 +87,13 @@ func (q *QueryRequest) decodeJSONStream(js *jsonStream) error {
 			if v == nil && err == nil {
 				return nil
 			}
+			// An integer in any notation (1e3), clamped however large.
 			n, ok := v.(json.Number)
-			i, nerr := n.Int64()
-			if !ok || nerr != nil {
+			f, nerr := strconv.ParseFloat(string(n), 64) // ±Inf when out of range
+			if !ok || (nerr != nil && !math.IsInf(f, 0)) || f != math.Trunc(f) {
 				return errorf(ErrInvalidRequest, "limit must be an integer")
 			}
-			q.Limit = int(max(1, min(i, MaxQueryLimit)))
+			q.Limit = int(max(1, min(f, MaxQueryLimit)))
 		default:
 			return errorf(ErrInvalidRequest, "unknown field %.40q (fields: sql or query, params, limit)", key)
 		}

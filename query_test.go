@@ -116,6 +116,9 @@ func TestQueryLimit(t *testing.T) {
 		{"ZeroClampsToOne", `{"query":"SELECT * FROM orders","limit":0}`, 1, 1, true},
 		{"NegativeClampsToOne", `{"sql":"SELECT * FROM orders","limit":-5}`, 1, 1, true},
 		{"HugeClampsTo1000", `{"sql":"SELECT * FROM orders","limit":5000}`, 1000, 1000, true},
+		{"ExponentNotation", `{"sql":"SELECT * FROM orders","limit":1e1}`, 10, 10, true},
+		{"BeyondInt64ClampsTo1000", `{"sql":"SELECT * FROM orders","limit":99999999999999999999}`, 1000, 1000, true},
+		{"BeyondInt64NegativeClampsToOne", `{"sql":"SELECT * FROM orders","limit":-1e400}`, 1, 1, true},
 		{"ExactlyAllRows", `{"sql":"SELECT * FROM orders WHERE id <= 10","limit":10}`, 10, 10, false},
 	}
 	for _, c := range cases {
