@@ -136,6 +136,9 @@ func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (E
 		if format != "" && !strings.EqualFold(format, exportFormatCSV) {
 			return errorf(ErrInvalidExportFormat, "export format %.40q is not supported; use csv", format)
 		}
+		if table == "" {
+			return errorf(ErrInvalidRequest, "table is required: the name or id of the table to export")
+		}
 		id := newExportID()
 		fileName := id + ".csv"
 		file, err := writeExportFile(ctx, p, filepath.Join(p.dir, exportsDirName), fileName, table)

@@ -228,6 +228,7 @@ func TestCreateExport(t *testing.T) {
 		{"UnknownTable", "nope", "csv", projectdata.ErrTableNotFound},
 		{"UnknownTableID", "999", "csv", projectdata.ErrTableNotFound},
 		{"ControlTable", "_pd_tokens", "csv", projectdata.ErrTableNotFound},
+		{"NoTable", "", "csv", projectdata.ErrInvalidRequest},
 	}
 	for _, c := range refusals {
 		t.Run("Refuses"+c.name, func(t *testing.T) {

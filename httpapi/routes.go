@@ -408,7 +408,14 @@ func (h *Handler) createExport(r *http.Request, ps httprouter.Params) (int, any,
 	case "", pd.ExportKindTable:
 		exp, err = h.store.CreateExport(r.Context(), ps.ByName("project"), body.Table, body.Format)
 	case pd.ExportKindProject: // a snapshot of the whole database; the Store requires admin
-		exp, err = h.store.CreateProjectExport(r.Context(), ps.ByName("project"))
+		switch {
+		case body.Table != "":
+			err = errorf(pd.ErrInvalidRequest, "a project export takes no table: it holds every table")
+		case body.Format != "" && !strings.EqualFold(body.Format, "sqlite"):
+			err = errorf(pd.ErrInvalidExportFormat, "a project export's format is sqlite, not %.40q", body.Format)
+		default:
+			exp, err = h.store.CreateProjectExport(r.Context(), ps.ByName("project"))
+		}
 	default:
 		err = errorf(pd.ErrInvalidRequest, "kind must be %s or %s", pd.ExportKindTable, pd.ExportKindProject)
 	}

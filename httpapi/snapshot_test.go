@@ -21,6 +21,11 @@ func TestProjectExportRoutes(t *testing.T) {
 	a.must(a.do("POST", "/projects/acme/exports", a.write, `{"kind":"project_export"}`), 403, "permission_denied")
 	a.must(a.do("POST", "/projects/acme/exports", a.read, `{"kind":"project_export"}`), 403, "permission_denied")
 	a.must(a.do("POST", "/projects/acme/exports", a.admin, `{"kind":"everything"}`), 400, "invalid_request")
+	// A project export holds every table, as SQLite: a table or another
+	// format is refused, not ignored.
+	a.must(a.do("POST", "/projects/acme/exports", a.admin, `{"kind":"project_export","table":"t"}`), 400, "invalid_request")
+	a.must(a.do("POST", "/projects/acme/exports", a.admin, `{"kind":"project_export","format":"csv"}`), 400, "invalid_export_format")
+	a.must(a.do("POST", "/projects/acme/exports", a.admin, `{"format":"csv"}`), 400, "invalid_request") // a table export needs its table
 	res := a.must(a.do("POST", "/projects/acme/exports", a.admin, `{"kind":"project_export"}`), 201, "")
 	exp := res.data()["export"].(map[string]any)
 	is.Equal(exp["kind"], "project_export")
