@@ -55,7 +55,10 @@ type idempotencyKey struct{}
 //   - the same key while its first call still runs in this Store is
 //     ErrIdempotencyKeyInFlight;
 //   - a stored answer expires after Options.IdempotencyTTL; the key is then
-//     new again.
+//     new again;
+//   - a request refused before its operation runs (its body, say) is
+//     answered under the key too, through RefuseIdempotent (InsertJSON
+//     does it for its body).
 //
 // Reads ignore the key and run afresh. CreateToken refuses it
 // (ErrInvalidRequest): a replay would have to store the secret.
@@ -159,6 +162,31 @@ func (s *Store) withWrite(ctx context.Context, slug string, call writeCall, fn f
 	return s.withProject(ctx, slug, call.op, func(p *project) error {
 		return s.runIdempotent(ctx, p, idem, call, fn)
 	})
+}
+
+// RefuseIdempotent answers an idempotent request (ctx carries an
+// Idempotency) for op on project slug that was refused before the
+// operation ran (a body that is malformed, too large or of another media
+// type, say) as the operation would have been: refusal is stored under the
+// key, unless it is not an answer to store (see WithIdempotency), and
+// returned; if a call with the key ran before, its answer is returned
+// instead (replayed, or ErrIdempotencyKeyReused for another fingerprint).
+// Without an Idempotency in ctx, or for an op that stores no answers (a
+// read, token creation), it returns refusal.
+func (s *Store) RefuseIdempotent(ctx context.Context, slug string, op Operation, refusal error) error {
+	if _, ok := idempotencyFrom(ctx); !ok || !answeredOps[op] {
+		return refusal
+	}
+	return s.withWrite(ctx, slug, writeCall{op: op}, func(context.Context, *project) error { return refusal })
+}
+
+// answeredOps are the operations whose answers are stored under an
+// idempotency key (see WithIdempotency).
+var answeredOps = map[Operation]bool{
+	OpInsertRecords: true, OpUpdateRecord: true, OpUpdateRecords: true, OpDeleteRecords: true, OpDeleteRecord: true,
+	OpCreateTable: true, OpUpdateTable: true, OpDeleteTable: true, OpAddColumn: true, OpUpdateColumn: true,
+	OpCreateIndex: true, OpDropIndex: true, OpCreateExport: true, OpCreateProjectExport: true,
+	OpDeleteNotFoundExports: true, OpRenameProject: true, OpRevokeToken: true,
 }
 
 // idempotencyScope is (token, key); the project is the database.

@@ -263,6 +263,11 @@ type streamEndpoint func(w http.ResponseWriter, r *http.Request, ps httprouter.P
 func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpoint) {
 	h.register(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
 		status, data, err := fn(r, ps)
+		if ir, ok := r.Body.(*idempotentRequest); ok && err != nil && !ir.fingerprinted {
+			// Refused before the Store ran the operation (its body, say):
+			// the refusal is the key's answer all the same.
+			err = h.store.RefuseIdempotent(r.Context(), ps.ByName("project"), op, err)
+		}
 		if err != nil {
 			h.writeError(w, r, x, err)
 			return

@@ -44,10 +44,11 @@ func (h *Handler) withIdempotency(ctx context.Context, w http.ResponseWriter, r 
 // hashes the bytes read from it into the request's fingerprint.
 type idempotentRequest struct {
 	io.ReadCloser
-	sum     hash.Hash
-	w       http.ResponseWriter
-	maxBody int64
-	scratch [128]byte // the fingerprint's prefix, the first read of what is left, the sum
+	sum           hash.Hash
+	w             http.ResponseWriter
+	maxBody       int64
+	fingerprinted bool      // the Store took the fingerprint: the operation ran, or was answered
+	scratch       [128]byte // the fingerprint's prefix, the first read of what is left, the sum
 }
 
 func (ir *idempotentRequest) Read(p []byte) (int, error) {
@@ -59,6 +60,7 @@ func (ir *idempotentRequest) Read(p []byte) (int, error) {
 // fingerprint hashes what the handler left unread too, within the body
 // limit, and returns the sum. Mostly nothing is left: one Read ends it.
 func (ir *idempotentRequest) fingerprint() []byte {
+	ir.fingerprinted = true
 	if n, err := ir.Read(ir.scratch[:]); err == nil {
 		io.CopyN(io.Discard, ir, ir.maxBody+1-int64(n))
 	}

@@ -173,6 +173,56 @@ func TestIdempotencyHeaderOnOtherRoutes(t *testing.T) {
 	})
 }
 
+// TestIdempotencyStoresRefusals: a keyed write refused before its
+// operation ran (a malformed body, too many rows, another media type, a
+// field the route does not take) is answered under its key as any other
+// error (CONTRACT §13): the same request replays it, another body with
+// the key is idempotency_key_reused, and nothing is written. A read's
+// refusal, and a refusal of the caller (a role), store nothing.
+func TestIdempotencyStoresRefusals(t *testing.T) {
+	a, _, _ := idemAPI(t)
+	cases := []struct {
+		name, method, path, body, code string
+		status                         int
+		headers                        []string
+	}{
+		{"MalformedInsert", "POST", "/projects/acme/records/items", `{"sku":`, "invalid_json", 400, nil},
+		{"TooManyRows", "POST", "/projects/acme/records/items", "[" + strings.Repeat(`{"qty":1},`, 10000) + `{"qty":1}]`, "too_many_rows", 413, nil},
+		{"MalformedPatch", "PATCH", "/projects/acme/records/items/1", `{"qty":`, "invalid_json", 400, nil},
+		{"UnknownField", "PATCH", "/projects/acme", `{"project_name":"X","extra":1}`, "invalid_request", 400, nil},
+		{"OtherMediaType", "PATCH", "/projects/acme/records/items/1", `qty=3`, "unsupported_media_type", 415, []string{"Content-Type", "text/plain"}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			key := "refused-" + strconv.Itoa(i)
+			headers := append([]string{"Idempotency-Key", key}, c.headers...)
+			first := a.must(a.do(c.method, c.path, a.admin, c.body, headers...), c.status, c.code)
+			is.Equal(first.Header.Get("Idempotent-Replayed"), "")
+			again := a.must(a.do(c.method, c.path, a.admin, c.body, headers...), c.status, c.code)
+			is.Equal(again.Header.Get("Idempotent-Replayed"), "true")
+			is.Equal(comparable(again), comparable(first))
+			a.must(a.do(c.method, c.path, a.admin, `{"qty":5}`, "Idempotency-Key", key), 422, "idempotency_key_reused")
+		})
+	}
+	t.Run("NothingWritten", func(t *testing.T) {
+		is := is.New(t)
+		res := a.must(a.do("GET", "/projects/acme/records/items", a.read, ""), 200, "")
+		is.Equal(res.data()["total"], json.Number("2"))
+		res = a.must(a.do("GET", "/projects/acme/records/items/1", a.read, ""), 200, "")
+		is.Equal(res.data()["row"].(map[string]any)["qty"], json.Number("1"))
+	})
+	t.Run("ReadsAndCallersAreNotStored", func(t *testing.T) {
+		is := is.New(t)
+		for range 2 {
+			res := a.must(a.do("GET", "/projects/acme/records/nope", a.read, "", "Idempotency-Key", "read-refused"), 404, "table_not_found")
+			is.Equal(res.Header.Get("Idempotent-Replayed"), "")
+			res = a.must(a.do("POST", "/projects/acme/records/items", a.read, `{"qty":1}`, "Idempotency-Key", "role-refused"), 403, "permission_denied")
+			is.Equal(res.Header.Get("Idempotent-Replayed"), "")
+		}
+	})
+}
+
 // TestIdempotencyInFlightOverHTTP holds a keyed DELETE open while its body
 // is still arriving (the fingerprint reads the whole body): a duplicate
 // meanwhile is 409, and once the first finishes the duplicate replays it.
