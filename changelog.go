@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,7 @@ type changeCounts struct {
 	at      time.Time // the unit of work's timestamp, shared by its changes
 	atText  string    // at as stored, formatted by the unit's first record
 	logged  int64     // row changes logged (schema changes not counted)
+	moved   int64     // of which the deletes of keys moved (see logKeyMove): no row SQLite changed
 	records int       // log records written, schema ones included
 	hooked  int64     // application rows SQLite changed (verifyChangeLog only)
 	off     bool      // the Store's log is off (benchmarks only)
@@ -77,10 +79,28 @@ func (c *conn) watchChanges() {
 // checkChangeLog fails the unit of work when verifyChangeLog is set and
 // SQLite changed other application rows than those logged.
 func (c *conn) checkChangeLog() error {
-	if !verifyChangeLog || c.changes.off || c.changes.hooked == c.changes.logged {
+	if !verifyChangeLog || c.changes.off || c.changes.hooked == c.changes.logged-c.changes.moved {
 		return nil
 	}
-	return errors.Errorf("change log: %d application rows changed but %d changes logged", c.changes.hooked, c.changes.logged)
+	return errors.Errorf("change log: %d application rows changed but %d changes logged", c.changes.hooked, c.changes.logged-c.changes.moved)
+}
+
+// logUpdated logs the update of one row of t, whose primary key was
+// oldKey and whose image after the update w holds: an update, or, when
+// the update moved the row to another key, a delete of the old key and an
+// insert of the row under the new one, so that a follower keyed by
+// primary key drops the old row (an update under the new key alone would
+// leave it).
+func (c *conn) logUpdated(t *tableInfo, oldKey, newKey any, w *imageWriter) error {
+	if oldKey == newKey {
+		return c.appendChange(w.record(ChangeUpdate))
+	}
+	err := c.appendChange(changeRecord{table: t.Name, op: ChangeDelete, count: 1, data: appendKeys(nil, []any{oldKey})})
+	if err != nil {
+		return err
+	}
+	c.changes.moved++
+	return c.appendChange(w.record(ChangeInsert))
 }
 
 // changeRecord is one record of the log being written: count changes of
@@ -335,8 +355,9 @@ const maxChangeRecordBytes = 4 << 20
 // changed changeChunk at a time, in rowid order, each chunk returning its
 // rows, so the memory of a bulk change is bounded whatever it touches. An
 // update that sets the primary key (which moves a row in rowid order, and
-// can succeed for one row only) runs as one statement.
-func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, setsKey bool) (int64, error) {
+// can succeed for one row only) runs as one statement, and is logged as
+// logUpdated logs a key's move. args are head's set first, then cond's.
+func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int, setsKey bool) (int64, error) {
 	if c.changes.off {
 		if err := c.exec(head+cond, args...); err != nil {
 			return 0, err
@@ -354,8 +375,20 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, setsKey
 		returning = b.String()
 	}
 	var sql string
+	var oldKeys []any // the keys of the rows a key-setting update selects: one, or it fails
 	if setsKey {
 		sql = head + cond + returning
+		err := c.query(`SELECT `+t.pk.quoted+` FROM `+t.quoted+cond+` LIMIT 2`, args[set:], func(st *sqlite3.Stmt) error {
+			key := make([]any, 1)
+			if err := st.Columns(key...); err != nil {
+				return err
+			}
+			oldKeys = append(oldKeys, key[0])
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
 	} else {
 		and := ` WHERE `
 		if cond != "" {
@@ -410,6 +443,9 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, setsKey
 			return total, err
 		}
 		total += int64(n)
+		if setsKey && op == ChangeUpdate && n == 1 && len(oldKeys) == 1 && w.rows == 1 {
+			return total, c.logUpdated(t, oldKeys[0], vals[1+slices.Index(t.columns, t.pk)], w)
+		}
 		rec := changeRecord{table: t.Name, op: ChangeDelete, count: n}
 		if op == ChangeUpdate {
 			rec = w.record(ChangeUpdate)

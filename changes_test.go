@@ -124,8 +124,11 @@ func TestChangeLogEveryWritePath(t *testing.T) {
 			return nil
 		})
 	})
+	// An update that moves a row to another key is the old key's delete
+	// and the new one's insert: a follower keyed by primary key drops the
+	// old row.
 	t.Run("UpdateOfTheKey", func(t *testing.T) {
-		step(t, []wantChange{{"items", update, int64(10)}}, func() error {
+		step(t, []wantChange{{"items", del, int64(7)}, {"items", insert, int64(10)}}, func() error {
 			_, err := s.UpdateRecords(ctx, "acme", "items", projectdata.BulkUpdate{
 				Data:  projectdata.Row{"id": 10},
 				Where: projectdata.Where{{Column: "name", Op: "=", Value: "c"}},
@@ -133,8 +136,26 @@ func TestChangeLogEveryWritePath(t *testing.T) {
 			return err
 		})
 	})
+	t.Run("UpdateOneOfTheKey", func(t *testing.T) {
+		step(t, []wantChange{{"items", del, int64(10)}, {"items", insert, int64(11)}}, func() error {
+			_, err := s.UpdateRecord(ctx, "acme", "items", 10, projectdata.Row{"id": 11})
+			return err
+		})
+	})
+	t.Run("UpdateOfTheKeyToItself", func(t *testing.T) {
+		step(t, []wantChange{{"items", update, int64(2)}, {"items", update, int64(2)}}, func() error {
+			_, err := s.UpdateRecord(ctx, "acme", "items", 2, projectdata.Row{"id": 2, "qty": 8})
+			if err == nil {
+				_, err = s.UpdateRecords(ctx, "acme", "items", projectdata.BulkUpdate{
+					Data:  projectdata.Row{"id": 2},
+					Where: projectdata.Where{{Column: "id", Op: "=", Value: 2}},
+				})
+			}
+			return err
+		})
+	})
 	t.Run("BulkDeleteAll", func(t *testing.T) {
-		step(t, []wantChange{{"items", del, int64(2)}, {"items", del, int64(10)}}, func() error {
+		step(t, []wantChange{{"items", del, int64(2)}, {"items", del, int64(11)}}, func() error {
 			_, err := s.DeleteRecords(ctx, "acme", "items", projectdata.BulkDelete{AllowAll: true})
 			return err
 		})

@@ -914,6 +914,7 @@ func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation
 			if err != nil {
 				return err
 			}
+			set := len(args)
 			if args, err = where.appendSQL(t, &cond, args); err != nil {
 				return err
 			}
@@ -921,7 +922,7 @@ func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation
 			if op == OpUpdateRecords {
 				changeOp = ChangeUpdate
 			}
-			n, err := c.bulkExec(t, changeOp, sql.String(), cond.String(), args, setsKey)
+			n, err := c.bulkExec(t, changeOp, sql.String(), cond.String(), args, set, setsKey)
 			if err != nil {
 				err = dbError(ctx, err)
 				if code := ErrorCode(err); code != ErrInternal {

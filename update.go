@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/ncruces/go-sqlite3"
@@ -49,7 +50,7 @@ func (s *Store) UpdateFoundRecord(ctx context.Context, slug, table string, id an
 				return err
 			}
 			var sql strings.Builder
-			args, _, err := t.writeUpdateSet(&sql, vals, make([]any, 0, len(vals)+1))
+			args, setsKey, err := t.writeUpdateSet(&sql, vals, make([]any, 0, len(vals)+1))
 			if err != nil {
 				return err
 			}
@@ -80,7 +81,11 @@ func (s *Store) UpdateFoundRecord(ctx context.Context, slug, table string, id an
 			}
 			w := newImageWriter(t, nil)
 			w.add(scratch) // the row after the update, in column order
-			return c.appendChange(w.record(ChangeUpdate))
+			newKey := k
+			if setsKey {
+				newKey = scratch[slices.Index(t.columns, t.pk)]
+			}
+			return c.logUpdated(t, k, newKey, w)
 		})
 	})
 	if err != nil {
