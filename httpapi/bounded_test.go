@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -52,6 +53,26 @@ func TestClientAbortedBodyIsLoggedAtInfo(t *testing.T) {
 
 	is.True(strings.Contains(logged.String(), "level=INFO msg=client_aborted"))
 	is.True(!strings.Contains(logged.String(), "level=ERROR"))
+}
+
+// TestClientGoneIsNotAnInternalError: a request whose client went away
+// before the Store answered (its context cancelled) is logged at INFO as
+// client_aborted and counted as the client's (400), not as a 500.
+func TestClientGoneIsNotAnInternalError(t *testing.T) {
+	is := is.New(t)
+	var logged lockedBuffer
+	a := newAPI(t, &httpapi.Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequestWithContext(gone, "POST", "/projects/acme/query", strings.NewReader(`{"sql":"SELECT 1"}`))
+	req.Header.Set("Authorization", "Bearer "+a.admin)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	a.h.ServeHTTP(rec, req)
+	is.Equal(rec.Code, http.StatusBadRequest)
+	is.True(strings.Contains(logged.String(), "level=INFO msg=client_aborted"))
+	is.True(!strings.Contains(logged.String(), "level=ERROR"))
+	is.True(!strings.Contains(logged.String(), "status=500"))
 }
 
 func TestBodiesAreRefusedWhileStreaming(t *testing.T) {

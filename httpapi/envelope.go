@@ -115,15 +115,14 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, x *exchange
 		code, status = projectdata.ErrInternal, http.StatusInternalServerError
 	}
 	msg := err.Error()
-	if errors.Is(err, errClientAborted) {
+	gone := r.Context().Err() != nil && errors.Is(err, r.Context().Err()) // the client went away meanwhile
+	if errors.Is(err, errClientAborted) || (gone && code == projectdata.ErrInternal) {
+		// The client's doing, not the service's (CONTRACT §10): logged and
+		// counted as such; the answer reaches no one.
 		h.log.Info("client_aborted", "request_id", x.requestID, "method", r.Method, "path", r.URL.Path)
-		code, status, msg = projectdata.ErrInvalidRequest, http.StatusBadRequest, "the request body ended before it was complete"
+		code, status, msg = projectdata.ErrInvalidRequest, http.StatusBadRequest, "the request ended before it was complete"
 	} else if code == projectdata.ErrInternal {
-		if errors.Is(err, r.Context().Err()) && r.Context().Err() != nil {
-			h.log.Info("request canceled", "request_id", x.requestID, "err", err)
-		} else {
-			h.log.Error("internal error", "request_id", x.requestID, "method", r.Method, "path", r.URL.Path, "err", err)
-		}
+		h.log.Error("internal error", "request_id", x.requestID, "method", r.Method, "path", r.URL.Path, "err", err)
 		msg = "internal error; quote request_id " + x.requestID + " when reporting it"
 	}
 	if status == http.StatusServiceUnavailable {
