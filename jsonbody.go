@@ -312,9 +312,14 @@ func (js *jsonStream) quoted() ([]byte, bool, error) {
 	}
 }
 
-// unquote decodes a string that quoted found to need it.
+// unquote decodes a string that quoted found to need it. A string that
+// is not UTF-8 is invalid JSON (RFC 8259), not text to store with U+FFFD
+// in place of its bytes, as encoding/json would.
 func unquote(raw []byte) (string, error) {
-	if utf8.Valid(raw) && bytes.IndexByte(raw, '\\') < 0 {
+	if !utf8.Valid(raw) {
+		return "", errorf(ErrInvalidJSON, "the body holds a string that is not valid UTF-8")
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw[1 : len(raw)-1]), nil
 	}
 	var s string

@@ -165,3 +165,29 @@ func TestDecodedValuesOutliveTheBuffer(t *testing.T) {
 		is.Equal(query[i].Args, []any{"p" + strconv.Itoa(i)})
 	}
 }
+
+// TestStringsMustBeUTF8: a string of a body that is not UTF-8 makes the
+// body invalid JSON (RFC 8259) in every decoder of rows, and an insert
+// stores nothing, rather than text with U+FFFD for the bytes.
+func TestStringsMustBeUTF8(t *testing.T) {
+	is := is.New(t)
+	for _, body := range []string{"{\"name\":\"caf\xe9\"}", "{\"na\xffme\":\"x\"}", "[{\"name\":\"ok\"},{\"name\":\"\xc3\"}]"} {
+		_, err := projectdata.DecodeRows(strings.NewReader(body), 0)
+		pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+		_, err = projectdata.DecodeInsertBody(strings.NewReader(body), 0)
+		pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+	}
+	var row projectdata.Row
+	pdtest.Code(t, json.Unmarshal([]byte("{\"name\":\"caf\xe9\"}"), &row), projectdata.ErrInvalidJSON)
+
+	s, _ := pdtest.NewProject(t, nil)
+	createTable(t, s, "people", projectdata.ColumnDef{Name: "name"})
+	_, err := s.InsertJSON(ctx, "acme", "people", strings.NewReader("[{\"name\":\"ok\"},{\"name\":\"caf\xe9\"}]"))
+	pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+	is.Equal(total(t, s, "people"), int64(0))
+	res, err := s.InsertJSON(ctx, "acme", "people", strings.NewReader(`{"name":"café ☕"}`))
+	is.NoErr(err)
+	row, err = s.GetRecord(ctx, "acme", "people", res.InsertedIDs[0])
+	is.NoErr(err)
+	is.Equal(row["name"], "café ☕")
+}
