@@ -70,6 +70,7 @@ func TestListRouteAtScale(t *testing.T) {
 			{"count=estimate", "invalid_request"},
 			{"columns=item,nope", "column_not_found"},
 			{"offset=3&after=" + url.QueryEscape("AAAAAAAAAAAAAAAAAAAAAAAA"), "invalid_request"},
+			{"offset=0&after=" + url.QueryEscape("AAAAAAAAAAAAAAAAAAAAAAAA"), "invalid_request"}, // sent, even as 0
 		} {
 			res := a.do("GET", "/projects/acme/records/items?"+c.query, a.read, "")
 			is.Equal(res.code(), c.code)

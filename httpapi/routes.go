@@ -256,6 +256,10 @@ func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, 
 	if err := queryPage(q, &opts.Limit, &opts.Offset); err != nil {
 		return 0, nil, err
 	}
+	if q.Get("offset") != "" && opts.After != "" {
+		// Sent with after, even as 0 (the Store's zero Offset is none).
+		return 0, nil, errorf(pd.ErrInvalidRequest, "offset cannot be combined with after: a cursor already says where the page starts")
+	}
 	if q.Has("columns") {
 		opts.Columns = strings.Split(q.Get("columns"), ",")
 	}
