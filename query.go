@@ -229,8 +229,12 @@ func (s *Store) query(ctx context.Context, slug string, req QueryRequest, enc *j
 			return errorf(ErrInvalidRequest, "sql is required")
 		}
 		n, err := sqlguard.Admit(req.SQL)
+		var refused *sqlguard.RefusedError
+		if errors.As(err, &refused) { // its reason and place, without the gate's name
+			return errorf(ErrWriteSQLForbidden, "only one read-only SELECT, WITH or EXPLAIN QUERY PLAN statement is allowed: %s (at byte %d)", refused.Reason, refused.Offset)
+		}
 		if err != nil {
-			return errorf(ErrWriteSQLForbidden, "only one read-only SELECT, WITH or EXPLAIN QUERY PLAN statement is allowed: %s", err)
+			return errorf(ErrWriteSQLForbidden, "only one read-only SELECT, WITH or EXPLAIN QUERY PLAN statement is allowed")
 		}
 		if n > maxQuerySelects {
 			return errorf(ErrInvalidRequest, "the statement holds %d SELECTs; at most %d fit SQLite's stack: simplify it", n, maxQuerySelects)
