@@ -194,6 +194,9 @@ func (f *feed) read() error {
 				f.mu.Unlock()
 				continue
 			}
+			for i := range page.Changes {
+				page.Changes[i].encoded, _ = page.Changes[i].encode()
+			}
 			f.mu.Lock()
 			if len(page.Changes) > 0 {
 				tail := append(f.tail, page.Changes...)

@@ -56,7 +56,7 @@ type changeCounts struct {
 	at      time.Time // the unit of work's timestamp, shared by its changes
 	atText  string    // at as stored, formatted by the unit's first record
 	logged  int64     // row changes logged (schema changes not counted)
-	moved   int64     // of which the deletes of keys moved (see logKeyMove): no row SQLite changed
+	moved   int64     // of which the deletes of keys moved (see logUpdated): no row SQLite changed
 	records int       // log records written, schema ones included
 	hooked  int64     // application rows SQLite changed (verifyChangeLog only)
 	off     bool      // the Store's log is off (benchmarks only)

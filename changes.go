@@ -40,6 +40,27 @@ func (c Change) MarshalJSON() ([]byte, error) {
 	return c.encode()
 }
 
+// jsonSize is the length of the change's JSON (see encode), counted
+// without encoding it, as encodedSize counts a row: what holds a page of
+// the log to the result budget.
+func (c Change) jsonSize() int {
+	n := 1 + encodedSize("id", c.ID) + encodedSize("table", c.Table) + encodedSize("op", c.Op) + encodedSize("key", c.Key)
+	n += jsonStringSize("row") + 2 // its colon and comma
+	switch {
+	case c.Row == nil:
+		n += len("null")
+	case len(c.Row) == 0:
+		n += len("{}")
+	default:
+		n++ // the opening brace; encodedSize counts each value's comma or the closing brace
+		for k, v := range c.Row {
+			n += encodedSize(k, v)
+		}
+	}
+	var at [40]byte
+	return n + jsonStringSize("at") + 1 + len(Timestamp{c.At}.AppendJSON(at[:0])) + 1 // the colon, the closing brace
+}
+
 func (c Change) encode() ([]byte, error) {
 	return json.Marshal(struct {
 		ID    int64     `json:"id"`
@@ -116,18 +137,15 @@ func (s *Store) ListChanges(ctx context.Context, slug string, q ChangeQuery) (Ch
 			return err
 		})
 	})
-	for i := range page.Changes {
-		page.Changes[i].encoded = nil // a Change the caller gets is its fields alone
-	}
 	return page, err
 }
 
 // readChanges reads a page of the log through c, inside a read
-// transaction; q is checked. The page's changes are encoded (encoded is
-// set), and end before their JSON passes maxBytes (the result budget, as
-// a list's rows do), but for the first: one change is never split, and
-// the log must go on. full reports whether the page ended at q.Limit or
-// the budget, with more changes, maybe, after it.
+// transaction; q is checked. The page's changes end before their JSON
+// passes maxBytes (the result budget, as a list's rows do), but for the
+// first: one change is never split, and the log must go on. full reports
+// whether the page ended at q.Limit or the budget, with more changes,
+// maybe, after it.
 func readChanges(c *conn, q ChangeQuery, maxBytes int) (page ChangePage, full bool, err error) {
 	page = ChangePage{Changes: []Change{}, NextAfter: q.After}
 	first, last, err := changeBounds(c)
@@ -150,23 +168,20 @@ func readChanges(c *conn, q ChangeQuery, maxBytes int) (page ChangePage, full bo
 	}
 	sql.WriteString(` ORDER BY last_id LIMIT ?`)
 	args = append(args, q.Limit) // every record holds at least one change after q.After
-	size := 0
-	add := func(ch Change) (bool, error) {
+	// The page's JSON so far: the array's opening bracket, then each change
+	// with its comma or closing bracket.
+	size := 1
+	add := func(ch Change) bool {
 		if len(page.Changes) >= q.Limit {
 			full = true
-			return false, nil
+			return false
 		}
-		enc, err := ch.encode()
-		if err != nil {
-			return false, err
-		}
-		if size += len(enc) + 1; size > maxBytes && len(page.Changes) > 0 {
+		if size += ch.jsonSize() + 1; size > maxBytes && len(page.Changes) > 0 {
 			full = true
-			return false, nil
+			return false
 		}
-		ch.encoded = enc
 		page.Changes = append(page.Changes, ch)
-		return true, nil
+		return true
 	}
 	err = c.query(sql.String(), args, func(st *sqlite3.Stmt) error {
 		if full {
@@ -197,7 +212,7 @@ func changeBounds(c *conn) (first, last int64, err error) {
 
 // decodeRecord passes the changes of the current log record with ids
 // greater than after to add, in order, until add reports false.
-func decodeRecord(st *sqlite3.Stmt, after int64, add func(Change) (more bool, err error)) error {
+func decodeRecord(st *sqlite3.Stmt, after int64, add func(Change) (more bool)) error {
 	lastID, count := st.ColumnInt64(0), st.ColumnInt64(1)
 	table, op := st.ColumnText(2), st.ColumnText(3)
 	at, err := parseTime(st.ColumnText(4))
@@ -208,8 +223,8 @@ func decodeRecord(st *sqlite3.Stmt, after int64, add func(Change) (more bool, er
 	firstID := lastID - count + 1
 	if op == ChangeSchema {
 		for id := max(firstID, after+1); id <= lastID; id++ {
-			if more, err := add(Change{ID: id, Table: table, Op: op, At: at}); !more || err != nil {
-				return err
+			if !add(Change{ID: id, Table: table, Op: op, At: at}) {
+				return nil
 			}
 		}
 		return nil
@@ -225,8 +240,8 @@ func decodeRecord(st *sqlite3.Stmt, after int64, add func(Change) (more bool, er
 				k = storedNumber(n)
 			}
 			if id := firstID + int64(i); id > after {
-				if more, err := add(Change{ID: id, Table: table, Op: op, Key: k, At: at}); !more || err != nil {
-					return err
+				if !add(Change{ID: id, Table: table, Op: op, Key: k, At: at}) {
+					return nil
 				}
 			}
 		}
@@ -259,8 +274,8 @@ func decodeRecord(st *sqlite3.Stmt, after int64, add func(Change) (more bool, er
 		if rec.PK >= 0 && rec.PK < len(vals) {
 			key = row[rec.Columns[rec.PK]]
 		}
-		if more, err := add(Change{ID: id, Table: table, Op: op, Key: key, Row: row, At: at}); !more || err != nil {
-			return err
+		if !add(Change{ID: id, Table: table, Op: op, Key: key, Row: row, At: at}) {
+			return nil
 		}
 	}
 	return nil

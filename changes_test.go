@@ -398,7 +398,7 @@ func TestFollowChanges(t *testing.T) {
 // log stops before its changes' JSON passes Options.QueryMaxBytes, as a
 // list's rows do (but for its first change, which comes whole: the log
 // must go on), that paging on from next_after reads every change once, and
-// that a follower gets them all without another commit to wake it.
+// that a follower at the head of the log gets them all.
 func TestChangePagesKeepToTheResultBudget(t *testing.T) {
 	is := is.New(t)
 	const budget = 64 << 10
@@ -448,5 +448,5 @@ func TestChangePagesKeepToTheResultBudget(t *testing.T) {
 	is.Equal(len(page.Changes), 1) // larger than the budget: alone, whole
 	is.Equal(len(page.Changes[0].Row["body"].(string)), 2*budget)
 
-	is.Equal(<-followed, 21) // without a commit after the last page to wake it
+	is.Equal(<-followed, 21) // every change once (TestFeedReadsOnPastTheBudget: without waiting for a poll)
 }

@@ -328,6 +328,7 @@ func TestUpdateColumnRefusals(t *testing.T) {
 		{"EmptyType", "people", "note", projectdata.ColumnUpdate{Type: projectdata.SetTo("")}, projectdata.ErrInvalidColumnType, ""},
 		{"DefaultNotFitting", "people", "n", projectdata.ColumnUpdate{Default: projectdata.SetTo[any]("abc")}, projectdata.ErrInvalidColumnValue, ""},
 		{"NestedDefault", "people", "note", projectdata.ColumnUpdate{Default: projectdata.SetTo[any](map[string]any{"a": 1})}, projectdata.ErrInvalidColumnValue, ""},
+		{"DefaultTooLong", "people", "note", projectdata.ColumnUpdate{Default: projectdata.SetTo[any](strings.Repeat("x", 4097))}, projectdata.ErrInvalidColumnValue, "at most 4096 bytes"},
 		{"DefaultNotFittingNewType", "dflt", "v", projectdata.ColumnUpdate{Type: projectdata.SetTo("INTEGER")}, projectdata.ErrInvalidColumnValue, ""},
 		{"PrimaryKeyTypeWithRows", "people", "id", projectdata.ColumnUpdate{Type: projectdata.SetTo("TEXT")}, projectdata.ErrColumnTypeLocked, `column "id" holds values`},
 		{"PrimaryKeyNullable", "people", "id", projectdata.ColumnUpdate{Nullable: projectdata.SetTo(true)}, projectdata.ErrUnsupportedColumnChange, ""},

@@ -303,7 +303,7 @@ func (c *conn) close() error {
 		c.heap = nil
 	}
 	if c.trapped {
-		c.release()
+		releaseInstance(c.db)
 		return nil
 	}
 	// Every statement of the connection: the cached ones, and any left

@@ -558,15 +558,8 @@ func checkDefault(typ ColumnType, v any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch d := def.(type) {
-	case string:
-		if len(d) > maxDefaultBytes {
-			return nil, errorf(ErrInvalidColumnValue, "a default is at most %d bytes; this one is %d", maxDefaultBytes, len(d))
-		}
-	case []byte:
-		if len(d) > maxDefaultBytes {
-			return nil, errorf(ErrInvalidColumnValue, "a default is at most %d bytes; this one is %d", maxDefaultBytes, len(d))
-		}
+	if s, ok := def.(string); ok && len(s) > maxDefaultBytes { // converted, every default is a scalar or text
+		return nil, errorf(ErrInvalidColumnValue, "a default is at most %d bytes; this one is %d", maxDefaultBytes, len(s))
 	}
 	return def, nil
 }
@@ -687,10 +680,8 @@ func checkDisplayName(d *string) error {
 func (s *Store) UpdateTable(ctx context.Context, slug, table string, upd TableUpdate) (Table, error) {
 	var out Table
 	err := s.withWrite(ctx, slug, writeCall{op: OpUpdateTable, args: []any{table, upd}, results: []any{&out}}, func(ctx context.Context, p *project) error {
-		if upd.DisplayName.Set {
-			if err := checkDisplayName(upd.DisplayName.To); err != nil {
-				return err
-			}
+		if err := checkDisplayName(upd.DisplayName.To); err != nil { // nil when not set
+			return err
 		}
 		return p.writeSchema(ctx, func(c *conn, sc *schema) error {
 			t, err := sc.lookupTable(table)

@@ -1,0 +1,62 @@
+package projectdata
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// TestFeedReadsOnPastTheBudget: one read of the feed, after a commit of
+// more changes than fit the result budget, brings the tail every change,
+// page after page (not the first page only, leaving the rest until a
+// later commit or poll), each encoded once.
+func TestFeedReadsOnPastTheBudget(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	const budget = 16 << 10
+	s := itemsStore(t, &Options{QueryMaxBytes: budget}) // change 1: the table
+	f := &feed{fs: s.feeds, slug: "acme", wake: make(chan struct{})}
+	is.NoErr(f.read()) // from the log's end
+	rows := make([]Row, 20)
+	for i := range rows {
+		rows[i] = Row{"name": strings.Repeat("x", 2<<10), "qty": i}
+	}
+	_, err := s.Insert(ctx, "acme", "items", rows) // about 40 KB of changes
+	is.NoErr(err)
+	is.NoErr(f.read())
+	is.Equal(len(f.tail), 20)
+	is.Equal(f.last, int64(21))
+	for i, c := range f.tail {
+		is.Equal(c.ID, int64(i+2))
+		enc, err := c.encode()
+		is.NoErr(err)
+		is.Equal(string(c.encoded), string(enc))
+	}
+}
+
+// TestChangeJSONSize: what a page of the log counts against the result
+// budget is the length of each change's JSON.
+func TestChangeJSONSize(t *testing.T) {
+	at := time.Date(2026, 11, 21, 14, 5, 9, 123e6, time.UTC)
+	for _, c := range []Change{
+		{ID: 1, Table: "items", Op: ChangeSchema, At: at},
+		{ID: 22, Table: "items", Op: ChangeDelete, Key: "a \"quoted\" <key>\n", At: at},
+		{ID: 333, Table: "t_2", Op: ChangeInsert, Key: int64(-7), Row: Row{}, At: at},
+		{ID: math.MaxInt64, Table: "items", Op: ChangeUpdate, Key: 1.5, At: at.AddDate(-2000, 0, 0), Row: Row{
+			"id": 1.5, "name": "café ☕ & <b>\u2028\x01", "qty": int64(math.MinInt64), "price": 1e-7, "big": 1e21,
+			"none": nil, "ok": int64(1), "when": "2026-01-02T03:04:05.000Z", "": "empty key",
+		}},
+	} {
+		enc, err := c.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.jsonSize(); got != len(enc) {
+			t.Errorf("jsonSize = %d, want %d: %s", got, len(enc), enc)
+		}
+	}
+}
