@@ -73,7 +73,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	if cfg.maxConns < 1 {
 		return fmt.Errorf("-max-conns must be at least 1")
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	logger, logs := newBufferedLogger(stderr)
+	defer logs.Flush() // deferred first: runs last
 	tcp, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
