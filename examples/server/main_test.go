@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,6 +108,71 @@ func TestShutdownDrainsRequestsInFlight(t *testing.T) {
 	is.NoErr(<-served)
 	_, err = net.Dial("tcp", ln.Addr().String())
 	is.True(err != nil) // no longer accepting
+}
+
+func TestShutdownDelayServesWithHealthzUnavailable(t *testing.T) {
+	is := is.New(t)
+	store, err := projectdata.Open(t.TempDir(), nil)
+	is.NoErr(err)
+	defer store.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	url := "http://" + ln.Addr().String() + "/healthz"
+	lim := defaultLimits
+	lim.shutdownDelay = 2 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- runServer(ctx, ln, httpapi.New(store, nil), slog.New(slog.DiscardHandler), lim)
+	}()
+	health := func() (int, bool) {
+		res, err := http.Get(url)
+		if err != nil {
+			return 0, false
+		}
+		res.Body.Close()
+		return res.StatusCode, res.Close
+	}
+	status, _ := health()
+	is.Equal(status, http.StatusOK)
+
+	cancel() // as SIGTERM would
+	deadline := time.Now().Add(time.Second)
+	for status == http.StatusOK && time.Now().Before(deadline) {
+		status, _ = health()
+	}
+	// Still accepting, and telling load balancers to go elsewhere.
+	status, closed := health()
+	is.Equal(status, http.StatusServiceUnavailable)
+	is.True(closed) // no keep-alive: clients reconnect, elsewhere
+	is.NoErr(<-served)
+	_, err = net.Dial("tcp", ln.Addr().String())
+	is.True(err != nil) // stopped once the delay was over
+}
+
+func TestSecondSignalEndsTheShutdownDelay(t *testing.T) {
+	is := is.New(t)
+	addr := freeAddr(t)
+	cmd := serverCmd("serve", "-addr", addr, "-data", t.TempDir(), "-shutdown-delay", "1h")
+	is.NoErr(cmd.Start())
+	defer cmd.Process.Kill()
+	waitUp(t, addr)
+	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
+	for status := 200; status == 200; { // the delay has begun
+		res, err := http.Get("http://" + addr + "/healthz")
+		is.NoErr(err)
+		res.Body.Close()
+		status = res.StatusCode
+	}
+	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		is.True(err != nil) // ended by the signal
+	case <-time.After(time.Minute):
+		t.Fatal("the second SIGTERM did not end the server")
+	}
 }
 
 func TestSlowAndGreedyClients(t *testing.T) {

@@ -18,10 +18,14 @@ import (
 	"github.com/projectdata/projectdata/prommetrics"
 )
 
-// serverLimits guard the server against slow, stalled or greedy clients.
+// serverLimits guard the server against slow, stalled or greedy clients,
+// and time its shutdown.
 type serverLimits struct {
 	readHeader, read, write, idle, drain time.Duration
 	maxHeaderBytes                       int
+	// shutdownDelay is how long the server goes on serving once told to
+	// stop, /healthz answering 503 (-shutdown-delay).
+	shutdownDelay time.Duration
 }
 
 var defaultLimits = serverLimits{
@@ -42,7 +46,8 @@ type serveConfig struct {
 	maxConns int
 	replica  string // a replica URL: Litestream replicates every project
 	// litestream is the Litestream binary for replica (default: on PATH).
-	litestream string
+	litestream    string
+	shutdownDelay time.Duration
 }
 
 func (c *serveConfig) flags(name string) *flag.FlagSet {
@@ -53,6 +58,7 @@ func (c *serveConfig) flags(name string) *flag.FlagSet {
 	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "connections served at once; more wait in the kernel's backlog")
 	fs.StringVar(&c.replica, "replica", "", "replicate every project with Litestream to this URL (s3://BUCKET/PATH?endpoint=…&region=…&force-path-style=true, or file:///PATH)")
 	fs.StringVar(&c.litestream, "litestream", "", "litestream binary for -replica (default: litestream on PATH)")
+	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGINT or SIGTERM, go on serving this long with /healthz answering 503 (and no keep-alive) before draining, so that a load balancer stops sending requests first; a second signal ends the server at once")
 	return fs
 }
 
@@ -72,6 +78,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	}
 	if cfg.maxConns < 1 {
 		return fmt.Errorf("-max-conns must be at least 1")
+	}
+	if cfg.shutdownDelay < 0 {
+		return fmt.Errorf("-shutdown-delay must not be negative")
 	}
 	logger, logs := newBufferedLogger(stderr)
 	defer logs.Flush() // deferred first: runs last
@@ -112,13 +121,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop) // a second signal ends the process at once
 	logger.Info("serving", "addr", ln.Addr().String(), "data", cfg.data, "metrics", cfg.metrics)
-	return runServer(ctx, ln, httpapi.New(store, opts), logger, defaultLimits)
+	lim := defaultLimits
+	lim.shutdownDelay = cfg.shutdownDelay
+	return runServer(ctx, ln, httpapi.New(store, opts), logger, lim)
 }
 
 // runServer serves on ln until ctx ends, then shuts down gracefully: the
-// handler's health check turns 503 first (BeginShutdown), then the server
-// stops accepting and drains the requests in flight.
+// handler's health check turns 503 first (BeginShutdown), the server goes
+// on serving for lim.shutdownDelay, closing each connection after its
+// request, then stops accepting and drains the requests in flight.
 func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, lim serverLimits) error {
 	srv := &http.Server{
 		Handler:           h,
@@ -139,10 +152,19 @@ func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 		return err
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down: draining requests")
 	if d, ok := h.(interface{ BeginShutdown() }); ok {
 		d.BeginShutdown()
 	}
+	if lim.shutdownDelay > 0 {
+		logger.Info("shutting down: serving on while load balancers see /healthz 503", "delay", lim.shutdownDelay)
+		srv.SetKeepAlivesEnabled(false)
+		select {
+		case <-time.After(lim.shutdownDelay):
+		case err := <-served:
+			return err
+		}
+	}
+	logger.Info("shutting down: draining requests")
 	drainCtx, cancel := context.WithTimeout(context.Background(), lim.drain)
 	defer cancel()
 	err := srv.Shutdown(drainCtx)
