@@ -2,6 +2,8 @@ package projectdata
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ncruces/go-sqlite3"
@@ -36,7 +38,10 @@ type IndexRequest struct {
 	Columns []string `json:"columns"`
 	// IndexName is the index's name, following the rules of table names
 	// (^[A-Za-z_][A-Za-z0-9_]{0,62}$, not starting with _pd_ or sqlite_).
-	// Empty: idx_<table>_<column>_<column>…, with the names as stored.
+	// Empty: idx_<table>_<column>_<column>…, with the names as stored;
+	// when another object has that name (an index of other columns, say:
+	// idx_t_a_b indexes both (a, b) and (a_b)), the first of <name>_2,
+	// <name>_3, … that none has.
 	IndexName string `json:"index_name"`
 	// Unique makes the index forbid duplicate values.
 	Unique bool `json:"unique"`
@@ -73,7 +78,9 @@ func (s *Store) CreateIndex(ctx context.Context, slug, table string, req IndexRe
 			}
 			name := req.IndexName
 			if name == "" {
-				name = "idx_" + t.Name + "_" + strings.Join(columnNames(cols), "_")
+				if name, err = defaultIndexName(c, t, cols); err != nil {
+					return err
+				}
 			}
 			taken, err := nameInUse(c, name)
 			if err != nil {
@@ -107,6 +114,32 @@ func (s *Store) CreateIndex(ctx context.Context, slug, table string, req IndexRe
 		})
 	})
 	return out, err
+}
+
+// defaultIndexName is the name of an index of cols without one (see
+// IndexRequest.IndexName). A managed index of the same columns in the same
+// order keeps the name: creating it again is ErrIndexExists.
+func defaultIndexName(c *conn, t *tableInfo, cols []*columnInfo) (string, error) {
+	indexes, err := managedIndexes(c, t)
+	if err != nil {
+		return "", err
+	}
+	base := "idx_" + t.Name + "_" + strings.Join(columnNames(cols), "_")
+	for n := 1; ; n++ {
+		name := base
+		if n > 1 {
+			name += "_" + strconv.Itoa(n)
+		}
+		taken, err := nameInUse(c, name)
+		if err != nil || !taken {
+			return name, err
+		}
+		for _, ix := range indexes {
+			if strings.EqualFold(ix.Name, name) && slices.Equal(ix.Columns, columnNames(cols)) {
+				return name, nil
+			}
+		}
+	}
 }
 
 // indexColumns resolves the requested columns of an index.

@@ -2,6 +2,7 @@ package projectdata_test
 
 import (
 	"encoding/json"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -144,6 +145,32 @@ func TestCreateIndex(t *testing.T) {
 			is.Equal(rawCount(t, raw, `SELECT count(*) FROM _pd_indexes`), 2)
 		})
 	}
+}
+
+func TestDefaultIndexNamesDoNotCollide(t *testing.T) {
+	is := is.New(t)
+	s, _ := newIndexFixture(t)
+	_, err := s.AddColumn(ctx, "acme", "orders", projectdata.ColumnDef{Name: "item_qty"})
+	is.NoErr(err)
+	name := func(cols ...string) string {
+		t.Helper()
+		ix, err := s.CreateIndex(ctx, "acme", "orders", projectdata.IndexRequest{Columns: cols})
+		is.NoErr(err)
+		is.Equal(ix.Columns, cols)
+		return ix.Name
+	}
+	is.Equal(name("item", "qty"), "idx_orders_item_qty")
+	is.Equal(name("item_qty"), "idx_orders_item_qty_2") // the same default name, other columns
+	for _, cols := range [][]string{{"item", "qty"}, {"item_qty"}} {
+		_, err = s.CreateIndex(ctx, "acme", "orders", projectdata.IndexRequest{Columns: cols})
+		is.True(errors.Is(err, projectdata.ErrIndexExists)) // the same index again
+	}
+	// Another object (here a table) with the name.
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "idx_orders_code"})
+	is.NoErr(err)
+	is.Equal(name("code"), "idx_orders_code_2")
+	_, err = s.DropIndex(ctx, "acme", "orders", "idx_orders_item_qty_2")
+	is.NoErr(err)
 }
 
 func TestListIndexes(t *testing.T) {
