@@ -6,15 +6,17 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/csv"
 	"encoding/hex"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/pkg/errors"
@@ -123,8 +125,9 @@ var exportIDPattern = regexp.MustCompile(`^exp_[a-z0-9]{1,64}$`)
 //
 // The CSV follows RFC 4180 except that records end in LF ("\n"): a header
 // of the column names, then every row in primary-key order. Fields that
-// hold a comma, a quote, CR or LF are quoted (quotes doubled) and otherwise
-// written byte for byte. NULL is an empty field, a REAL is written as Go's
+// hold a comma, a quote, CR or LF, or begin with white space, are quoted
+// (quotes doubled) and otherwise written byte for byte. NULL is an empty
+// field and the empty string a quoted one (""), a REAL is written as Go's
 // strconv 'g' with the shortest exact digits, and a BLOB as standard
 // base64 (with padding).
 //
@@ -216,7 +219,6 @@ func writeExportFile(ctx context.Context, p *project, dir, name, table string) (
 		hash := sha256.New()
 		var size countingWriter
 		buf := bufio.NewWriterSize(io.MultiWriter(f, hash, &size), 64<<10)
-		w := csv.NewWriter(buf) // uses buf itself: it is a large enough *bufio.Writer
 
 		// The registry is loaded inside the transaction, so the columns are
 		// those of the snapshot the rows come from.
@@ -231,27 +233,29 @@ func writeExportFile(ctx context.Context, p *project, dir, name, table string) (
 			}
 			out.table = t.Name
 			quoted := make([]string, len(t.columns))
-			record := make([]string, len(t.columns))
+			record := []byte{}
 			for i, col := range t.columns {
-				quoted[i], record[i] = col.quoted, col.Name
+				quoted[i] = col.quoted
+				if i > 0 {
+					record = append(record, ',')
+				}
+				record = appendCSVText(record, col.Name)
 			}
-			if err := w.Write(record); err != nil {
+			if _, err := buf.Write(append(record, '\n')); err != nil {
 				return err
 			}
 			sql := `SELECT ` + strings.Join(quoted, ", ") + ` FROM ` + t.quoted + ` ORDER BY ` + t.pk.quoted
 			return c.query(sql, nil, func(st *sqlite3.Stmt) error {
-				for i := range record {
-					record[i] = csvField(columnValue(st, i))
-				}
+				record = appendCSVRecord(record[:0], st, len(quoted))
 				out.rows++
-				return w.Write(record)
+				_, err := buf.Write(record)
+				return err
 			})
 		})
 		if err != nil {
 			return dbError(ctx, err)
 		}
-		w.Flush()
-		if err := w.Error(); err != nil {
+		if err := buf.Flush(); err != nil {
 			return errors.Wrap(err, "write export file")
 		}
 		out.size, out.sha256 = int64(size), hex.EncodeToString(hash.Sum(nil))
@@ -304,19 +308,51 @@ func (n *countingWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// csvField renders a value read by columnValue as a CSV field.
-func csvField(v any) string {
-	switch v := v.(type) {
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case string:
-		return v
-	case []byte:
-		return base64.StdEncoding.EncodeToString(v)
+// appendCSVRecord appends the n columns of st's row as one CSV record,
+// LF-terminated (see CreateExport).
+func appendCSVRecord(b []byte, st *sqlite3.Stmt, n int) []byte {
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch st.ColumnType(i) {
+		case sqlite3.INTEGER:
+			b = strconv.AppendInt(b, st.ColumnInt64(i), 10)
+		case sqlite3.FLOAT:
+			if f := st.ColumnFloat(i); !math.IsInf(f, 0) && !math.IsNaN(f) {
+				b = strconv.AppendFloat(b, f, 'g', -1, 64)
+			} else {
+				b = append(b, st.ColumnRawText(i)...) // SQLite's "Inf" or "-Inf", as columnValue
+			}
+		case sqlite3.TEXT:
+			b = appendCSVText(b, st.ColumnRawText(i))
+		case sqlite3.BLOB:
+			b = base64.StdEncoding.AppendEncode(b, st.ColumnRawBlob(i))
+		}
+		// NULL: an empty field.
 	}
-	return "" // NULL
+	return append(b, '\n')
+}
+
+// appendCSVText appends text as a CSV field: quoted, its quotes doubled,
+// when it is empty (an empty field is NULL), holds a comma, a quote, CR or
+// LF, begins with white space, or is `\.`, as encoding/csv quotes it.
+func appendCSVText[T string | []byte](b []byte, text T) []byte {
+	quote := len(text) == 0 || string(text) == `\.` || strings.ContainsAny(string(text), ",\"\r\n")
+	if r, _ := utf8.DecodeRuneInString(string(text)); len(text) > 0 && unicode.IsSpace(r) {
+		quote = true
+	}
+	if !quote {
+		return append(b, text...)
+	}
+	b = append(b, '"')
+	for _, c := range []byte(text) {
+		if c == '"' {
+			b = append(b, '"')
+		}
+		b = append(b, c)
+	}
+	return append(b, '"')
 }
 
 // exportColumns are the manifest columns scanExport reads, file_name last.

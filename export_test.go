@@ -119,6 +119,28 @@ func exportIDs(exports []projectdata.Export) []string {
 	return out
 }
 
+func TestExportTellsNullFromTheEmptyString(t *testing.T) {
+	is := is.New(t)
+	f := newExportFixture(t, nil)
+	_, _, err := f.s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "edge", Columns: []projectdata.ColumnDef{{Name: "body"}, {Name: "r", Type: "REAL"}}})
+	is.NoErr(err)
+	pdtest.Exec(t, f.raw, `INSERT INTO edge (id, body, r) VALUES
+		(1, NULL, NULL), (2, '', 9e999), (3, '\.', -9e999), (4, char(9) || 'tab', 0), (5, 'x', 2.5)`)
+	e, err := f.s.CreateExport(ctx, "acme", "edge", "csv")
+	is.NoErr(err)
+	b, err := os.ReadFile(f.file(e.ID))
+	is.NoErr(err)
+	is.Equal(string(b), "id,body,r\n"+
+		"1,,\n"+ // NULL: an empty field
+		"2,\"\",Inf\n"+ // the empty string: a quoted one
+		"3,\"\\.\",-Inf\n"+
+		"4,\"\ttab\",0\n"+
+		"5,x,2.5\n")
+	records, err := csv.NewReader(bytes.NewReader(b)).ReadAll() // still plain CSV
+	is.NoErr(err)
+	is.Equal(records[2], []string{"2", "", "Inf"})
+}
+
 func TestCreateExport(t *testing.T) {
 	t.Run("ContentIsExact", func(t *testing.T) {
 		is := is.New(t)
