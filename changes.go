@@ -23,9 +23,8 @@ type Change struct {
 	// Op is ChangeInsert, ChangeUpdate, ChangeDelete or ChangeSchema. A
 	// schema change stands for its table's rows, which it does not log one
 	// by one: the table was created, deleted (its rows went without delete
-	// changes), or reshaped (a column added with its default, renamed,
-	// retyped or dropped, or the table rebuilt), so a follower reads the
-	// table anew. Index and display-name changes touch no row and log
+	// changes), or reshaped (a column added with its default, renamed or
+	// retyped, or the table rebuilt), so a follower reads the table anew. Index and display-name changes touch no row and log
 	// nothing.
 	Op string
 	// Key is the row's primary key value; nil for a schema change.
