@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -10,35 +9,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/matryer/is"
 
 	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/internal/pdtest"
 )
-
-// lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func TestClientAbortedBodyIsLoggedAtInfo(t *testing.T) {
 	is := is.New(t)
-	var logged lockedBuffer
+	var logged pdtest.LockedBuffer
 	a := newAPI(t, &httpapi.Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	srv := httptest.NewServer(a.h)
 	defer srv.Close()
@@ -60,7 +41,7 @@ func TestClientAbortedBodyIsLoggedAtInfo(t *testing.T) {
 // client_aborted and counted as the client's (400), not as a 500.
 func TestClientGoneIsNotAnInternalError(t *testing.T) {
 	is := is.New(t)
-	var logged lockedBuffer
+	var logged pdtest.LockedBuffer
 	a := newAPI(t, &httpapi.Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -1,38 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
+	"github.com/projectdata/projectdata/internal/pdtest"
 )
-
-// lockedBuffer is a bytes.Buffer that a timer's goroutine may write.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func TestLogBufferHoldsInfoAndWritesWarningsAtOnce(t *testing.T) {
 	is := is.New(t)
-	var out lockedBuffer
+	var out pdtest.LockedBuffer
 	logger, logs := newBufferedLogger(&out)
 	logs.every = time.Hour // only a warning, a full buffer or Flush writes
 
@@ -58,7 +39,7 @@ func TestLogBufferHoldsInfoAndWritesWarningsAtOnce(t *testing.T) {
 
 func TestLogBufferWritesInfoWithinItsInterval(t *testing.T) {
 	is := is.New(t)
-	var out lockedBuffer
+	var out pdtest.LockedBuffer
 	logger, logs := newBufferedLogger(&out)
 	logs.every = time.Millisecond
 	logger.Info("request", "n", 1)
@@ -72,7 +53,7 @@ func TestLogBufferWritesInfoWithinItsInterval(t *testing.T) {
 func TestServeWritesItsAccessLogBeforeItReturns(t *testing.T) {
 	is := is.New(t)
 	addr := freeAddr(t)
-	var stdout, stderr lockedBuffer
+	var stdout, stderr pdtest.LockedBuffer
 	ctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- serve(ctx, []string{"-addr", addr, "-data", t.TempDir()}, &stdout, &stderr, false) }()

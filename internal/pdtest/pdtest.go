@@ -3,6 +3,7 @@
 package pdtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -162,4 +163,24 @@ func CheckRowCounts(t testing.TB, dir, slug string) {
 			t.Fatalf("table %s: kept row count %d (present: %v), COUNT(*) %d", tb.name, tb.kept, tb.has, n)
 		}
 	}
+}
+
+// LockedBuffer is a bytes.Buffer that several goroutines may write, such
+// as a log sink of a server under test.
+type LockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written.
+func (b *LockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
