@@ -2,9 +2,14 @@ package projectdata
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
@@ -19,8 +24,11 @@ import (
 //
 // The copy is checked before it becomes a project: PRAGMA integrity_check
 // must answer ok, the file must hold a project (its control tables and
-// project row), and its control schema is migrated to this release's
-// version. The project is built in a temporary folder and renamed into
+// project row) and nothing a project never holds (a trigger, a view), and
+// its control schema is migrated to this release's version; then its
+// control tables must be this release's, its application tables exactly
+// those of its registry (see checkRestoredSchema), its tokens of known
+// roles, and its row counts are counted afresh. The project is built in a temporary folder and renamed into
 // place, so it appears whole or not at all; a bad source leaves nothing
 // behind. src itself is only read.
 //
@@ -136,11 +144,26 @@ func (s *Store) adoptRestored(path, slug string) (proj Project, err error) {
 	if len(problems) > 0 {
 		return proj, unsound("integrity_check: %q", problems)
 	}
+	check := func(reason string, err error) error {
+		if err != nil {
+			return unsound("%s", sqliteMessage(err))
+		}
+		if reason != "" {
+			return unsound("%s", reason)
+		}
+		return nil
+	}
+	if err := check(checkRestoredObjects(c)); err != nil {
+		return proj, err
+	}
 	if _, err := readProject(c); err != nil {
 		return proj, unsound("it holds no project")
 	}
 	if err := migrate(c); err != nil {
 		return proj, unsound("%s", err)
+	}
+	if err := check(checkRestoredSchema(c)); err != nil {
+		return proj, err
 	}
 	tx, err := c.db.BeginImmediate()
 	if err != nil {
@@ -152,6 +175,16 @@ func (s *Store) adoptRestored(path, slug string) (proj Project, err error) {
 	}
 	if err := restartChangeLog(c, s.now()); err != nil {
 		return proj, err
+	}
+	// A copy edited by hand may hold any counts: count afresh.
+	sc, err := loadSchema(c)
+	if err != nil {
+		return proj, err
+	}
+	for _, t := range sc.tables {
+		if err := countRows(c, t.ID, t.quoted); err != nil {
+			return proj, errors.WithMessage(err, "count rows")
+		}
 	}
 	return readProject(c)
 }
@@ -229,3 +262,183 @@ func (s *Store) closeForgotten(p *project) {
 		s.closeQuietly(p)
 	}
 }
+
+// checkRestoredObjects refuses a copy holding a trigger or a view, which
+// the Store never makes. It runs before anything writes to the copy: a
+// trigger would run on the Store's own writes, and write past the change
+// log and the row counts.
+func checkRestoredObjects(c *conn) (reason string, err error) {
+	err = c.query(`SELECT type, name FROM sqlite_schema WHERE type IN ('trigger', 'view') LIMIT 1`, nil, func(st *sqlite3.Stmt) error {
+		reason = fmt.Sprintf("it holds a %s (%.60q), which no project has", st.ColumnText(0), st.ColumnText(1))
+		return nil
+	})
+	return reason, err
+}
+
+// checkRestoredSchema compares the migrated copy with what this release
+// makes, so that a copy edited by hand (a control table dropped or
+// reshaped, an application table dropped, a column added behind the
+// registry's back, a uniqueness dropped, a token given an unknown role)
+// is refused instead of failing request after request: the control
+// tables, with their columns and indexes, are those of a new project's
+// database; the application tables are exactly the registry's, with its
+// columns in its order; tokens have known roles; the project's name is
+// valid. It returns the first difference found, "" when there is none.
+func checkRestoredSchema(c *conn) (reason string, err error) {
+	want, err := newControlShape()
+	if err != nil {
+		return "", err
+	}
+	got, err := tableShapes(c, true)
+	if err != nil {
+		return "", err
+	}
+	for name, shape := range want {
+		switch g, ok := got[name]; {
+		case !ok:
+			return fmt.Sprintf("control table %s is missing", name), nil
+		case g != shape:
+			return fmt.Sprintf("control table %s differs from this release's", name), nil
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			return fmt.Sprintf("it holds a control table %.60q that this release does not know", name), nil
+		}
+	}
+
+	sc, err := loadSchema(c)
+	if err != nil {
+		return fmt.Sprintf("its registry of tables cannot be read: %v", err), nil
+	}
+	apps, err := tableShapes(c, false)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range sc.tables {
+		shape, ok := apps[strings.ToLower(t.Name)]
+		if !ok {
+			return fmt.Sprintf("table %q of its registry is missing", t.Name), nil
+		}
+		delete(apps, strings.ToLower(t.Name))
+		if shape != registryShape(t) {
+			return fmt.Sprintf("table %q differs from its registry's columns", t.Name), nil
+		}
+	}
+	for name := range apps {
+		return fmt.Sprintf("it holds a table %.60q that its registry does not know", name), nil
+	}
+
+	var role string
+	if _, err := c.queryRow(`SELECT role FROM _pd_tokens WHERE role NOT IN (?, ?, ?) LIMIT 1`, []any{string(RoleRead), string(RoleWrite), string(RoleAdmin)}, func(st *sqlite3.Stmt) error {
+		role = st.ColumnText(0)
+		return nil
+	}); err != nil || role != "" {
+		return fmt.Sprintf("a token has the unknown role %.40q", role), err
+	}
+	p, err := readProject(c)
+	if err != nil {
+		return "", err
+	}
+	if _, err := checkProjectName(p.Name); err != nil {
+		return fmt.Sprintf("its project name %.60q is not valid", p.Name), nil
+	}
+	return "", nil
+}
+
+// tableShapes describes the tables of the database on c, by lower-case
+// name: the control tables (control) or the application tables (the
+// others, SQLite's own left out). A table's shape lists its columns
+// (name, declared type, NOT NULL, primary key) and, for a control table,
+// its indexes; for an application table, its UNIQUE columns (its
+// indexes, managed or not, do not matter). A virtual table's shape is "virtual".
+func tableShapes(c *conn, control bool) (map[string]string, error) {
+	type table struct{ name, sql string }
+	var tables []table
+	err := c.query(`SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'
+		AND (name LIKE '\_pd\_%' ESCAPE '\') = ?`, []any{control}, func(st *sqlite3.Stmt) error {
+		tables = append(tables, table{st.ColumnText(0), st.ColumnText(1)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	shapes := make(map[string]string, len(tables))
+	for _, t := range tables {
+		if !strings.HasPrefix(strings.ToUpper(t.sql), "CREATE TABLE") {
+			shapes[strings.ToLower(t.name)] = "virtual"
+			continue
+		}
+		var b strings.Builder
+		err := c.query(`SELECT name, type, "notnull", pk FROM pragma_table_info(?)`, []any{t.name}, func(st *sqlite3.Stmt) error {
+			fmt.Fprintf(&b, "%q %q %d %d\n", st.ColumnText(0), st.ColumnText(1), st.ColumnInt(2), st.ColumnInt(3))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		var indexes []string
+		err = c.query(`SELECT l."unique", l.origin, (SELECT json_group_array(name) FROM pragma_index_info(l.name))
+			FROM pragma_index_list(?) AS l`, []any{t.name}, func(st *sqlite3.Stmt) error {
+			unique, origin, cols := st.ColumnBool(0), st.ColumnText(1), st.ColumnText(2)
+			switch {
+			case control:
+				indexes = append(indexes, fmt.Sprintf("index %t %s %s", unique, origin, cols))
+			case unique && origin == "u" && !strings.Contains(cols, ","): // a UNIQUE column
+				indexes = append(indexes, "unique "+cols)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		slices.Sort(indexes)
+		indexes = slices.Compact(indexes)
+		for _, ix := range indexes {
+			b.WriteString(ix + "\n")
+		}
+		shapes[strings.ToLower(t.name)] = b.String()
+	}
+	return shapes, nil
+}
+
+// registryShape is the shape (see tableShapes) that the table the registry
+// describes as t has.
+func registryShape(t *tableInfo) string {
+	var b strings.Builder
+	var unique []string
+	for _, col := range t.columns {
+		notNull, pk := !col.IsNullable, 0
+		if col.IsPrimary {
+			notNull, pk = col.Type != TypeInteger, 1 // INTEGER PRIMARY KEY: the rowid, NULL meaning a new one
+		}
+		n := 0
+		if notNull {
+			n = 1
+		}
+		fmt.Fprintf(&b, "%q %q %d %d\n", col.Name, string(col.Type), n, pk)
+		if col.IsUnique && !col.IsPrimary {
+			cols, _ := json.Marshal([]string{col.Name})
+			unique = append(unique, "unique "+string(cols))
+		}
+	}
+	slices.Sort(unique)
+	for _, u := range unique {
+		b.WriteString(u + "\n")
+	}
+	return b.String()
+}
+
+// newControlShape returns the shapes of the control tables (see
+// tableShapes) of a new project's database, made once.
+var newControlShape = sync.OnceValues(func() (map[string]string, error) {
+	c, err := openConn(":memory:", false, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	if err := migrate(c); err != nil {
+		return nil, err
+	}
+	return tableShapes(c, true)
+})

@@ -58,6 +58,22 @@ func TestRestoreProject(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(caller.Role, projectdata.RoleAdmin)
 	})
+	t.Run("CountsRowsAfresh", func(t *testing.T) {
+		is := is.New(t)
+		src, _ := pdtest.NewProject(t, nil)
+		_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+		is.NoErr(err)
+		_, err = src.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "one"}, {"body": "two"}})
+		is.NoErr(err)
+		path := edited(`UPDATE _pd_row_counts SET row_count = 999`)(t, newestSnapshot(t, src))
+		dst, dstDir := pdtest.Open(t, nil)
+		_, err = dst.RestoreProject(ctx, "copy", path)
+		is.NoErr(err)
+		l, err := dst.ListRecords(ctx, "copy", "notes", projectdata.ListOptions{})
+		is.NoErr(err)
+		is.Equal(*l.Total, int64(2)) // not the 999 the copy said
+		pdtest.CheckRowCounts(t, dstDir, "copy")
+	})
 	t.Run("RefusesAnExistingSlug", func(t *testing.T) {
 		is := is.New(t)
 		src, _ := pdtest.NewProject(t, nil)
@@ -113,19 +129,28 @@ func TestRestoreProject(t *testing.T) {
 			c.Close()
 			return path
 		}},
-		{"NewerControlSchema", func(t *testing.T, good string) string {
-			path := writeFile(t, readFile(t, good))
-			c := openRawFile(t, path)
-			pdtest.Exec(t, c, `PRAGMA user_version = 999`)
-			c.Close()
-			return path
-		}},
+		{"NewerControlSchema", edited(`PRAGMA user_version = 999`)},
+		// Copies edited by hand, which the Store would fail on request
+		// after request, or whose guarantees they would break.
+		{"Trigger", edited(`CREATE TRIGGER evil AFTER INSERT ON notes BEGIN DELETE FROM notes; END`)},
+		{"View", edited(`CREATE VIEW v AS SELECT 1`)},
+		{"DroppedControlTable", edited(`DROP TABLE _pd_columns`)},
+		{"ReshapedControlTable", edited(`ALTER TABLE _pd_tokens ADD COLUMN x`)},
+		{"UnknownControlTable", edited(`CREATE TABLE _pd_extra (x)`)},
+		{"DroppedTable", edited(`DROP TABLE notes`)},
+		{"UnregisteredTable", edited(`CREATE TABLE stray (x)`)},
+		{"UnregisteredColumn", edited(`ALTER TABLE notes ADD COLUMN secret TEXT`)},
+		{"RenamedColumn", edited(`ALTER TABLE notes RENAME COLUMN body TO other`)},
+		{"UniquenessDropped", edited(`CREATE TABLE notes2 (id INTEGER PRIMARY KEY, body TEXT, code TEXT);
+			INSERT INTO notes2 SELECT * FROM notes; DROP TABLE notes; ALTER TABLE notes2 RENAME TO notes`)},
+		{"UnknownRole", edited(`UPDATE _pd_tokens SET role = 'root'`)},
+		{"BlankProjectName", edited(`UPDATE _pd_project SET name = ' '`)},
 	}
 	for _, tc := range bad {
 		t.Run("Refuses"+tc.name+"Source", func(t *testing.T) {
 			is := is.New(t)
 			src, _ := pdtest.NewProject(t, nil)
-			_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+			_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}, {Name: "code", Unique: true}}})
 			is.NoErr(err)
 			rows := make([]projectdata.Row, 2000)
 			for i := range rows {
@@ -142,6 +167,18 @@ func TestRestoreProject(t *testing.T) {
 			_, _, err = dst.GetProject(ctx, "copy")
 			pdtest.Code(t, err, projectdata.ErrProjectNotFound)
 		})
+	}
+}
+
+// edited makes a bad restore source: a copy of the good one changed by the
+// SQL statements sql.
+func edited(sql string) func(t *testing.T, good string) string {
+	return func(t *testing.T, good string) string {
+		path := writeFile(t, readFile(t, good))
+		c := openRawFile(t, path)
+		pdtest.Exec(t, c, sql)
+		c.Close()
+		return path
 	}
 }
 
