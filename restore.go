@@ -349,7 +349,7 @@ func checkRestoredSchema(c *conn) (reason string, err error) {
 // tableShapes describes the tables of the database on c, by lower-case
 // name: the control tables (control) or the application tables (the
 // others, SQLite's own left out). A table's shape lists its columns
-// (name, declared type, NOT NULL, primary key) and, for a control table,
+// (name, declared type, NOT NULL, primary key, hidden or generated) and, for a control table,
 // its indexes; for an application table, its UNIQUE columns (its
 // indexes, managed or not, do not matter). A virtual table's shape is "virtual".
 func tableShapes(c *conn, control bool) (map[string]string, error) {
@@ -370,8 +370,8 @@ func tableShapes(c *conn, control bool) (map[string]string, error) {
 			continue
 		}
 		var b strings.Builder
-		err := c.query(`SELECT name, type, "notnull", pk FROM pragma_table_info(?)`, []any{t.name}, func(st *sqlite3.Stmt) error {
-			fmt.Fprintf(&b, "%q %q %d %d\n", st.ColumnText(0), st.ColumnText(1), st.ColumnInt(2), st.ColumnInt(3))
+		err := c.query(`SELECT name, type, "notnull", pk, hidden FROM pragma_table_xinfo(?)`, []any{t.name}, func(st *sqlite3.Stmt) error {
+			fmt.Fprintf(&b, "%q %q %d %d %d\n", st.ColumnText(0), st.ColumnText(1), st.ColumnInt(2), st.ColumnInt(3), st.ColumnInt(4))
 			return nil
 		})
 		if err != nil {
@@ -416,7 +416,7 @@ func registryShape(t *tableInfo) string {
 		if notNull {
 			n = 1
 		}
-		fmt.Fprintf(&b, "%q %q %d %d\n", col.Name, string(col.Type), n, pk)
+		fmt.Fprintf(&b, "%q %q %d %d 0\n", col.Name, string(col.Type), n, pk)
 		if col.IsUnique && !col.IsPrimary {
 			cols, _ := json.Marshal([]string{col.Name})
 			unique = append(unique, "unique "+string(cols))

@@ -143,6 +143,7 @@ func TestRestoreProject(t *testing.T) {
 		{"RenamedColumn", edited(`ALTER TABLE notes RENAME COLUMN body TO other`)},
 		{"UniquenessDropped", edited(`CREATE TABLE notes2 (id INTEGER PRIMARY KEY, body TEXT, code TEXT);
 			INSERT INTO notes2 SELECT * FROM notes; DROP TABLE notes; ALTER TABLE notes2 RENAME TO notes`)},
+		{"GeneratedColumn", edited(`ALTER TABLE notes ADD COLUMN big TEXT AS (zeroblob(1000000))`)},
 		{"UnknownRole", edited(`UPDATE _pd_tokens SET role = 'root'`)},
 		{"BlankProjectName", edited(`UPDATE _pd_project SET name = ' '`)},
 	}
