@@ -30,7 +30,8 @@ import (
 // those of its registry (see checkRestoredSchema), its tokens of known
 // roles, and its row counts are counted afresh. The project is built in a temporary folder and renamed into
 // place, so it appears whole or not at all; a bad source leaves nothing
-// behind. src itself is only read.
+// behind. src itself is only read; it may be the database of a project in
+// use (its write-ahead log is read with it, as of one commit).
 //
 // The restored project's change log starts afresh (see restartChangeLog):
 // a follower of the source's log gets ErrChangesExpired, never changes of
@@ -83,7 +84,11 @@ func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, 
 	return proj, nil
 }
 
-// copyRestoreSource copies the regular file src to dst.
+// copyRestoreSource copies the regular file src to dst. A source with a
+// write-ahead log beside it (src-wal, not empty: a project database in use,
+// or left so by a crash) is copied by SQLite's backup API on a read-only
+// connection instead, so that the copy holds the commits still in the log,
+// as of one commit even while another process writes to it.
 func copyRestoreSource(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -92,6 +97,9 @@ func copyRestoreSource(src, dst string) error {
 	defer in.Close()
 	if info, err := in.Stat(); err != nil || !info.Mode().IsRegular() {
 		return errorf(ErrInvalidRequest, "restore source %q is not a regular file", src)
+	}
+	if info, err := os.Stat(src + "-wal"); err == nil && info.Size() > 0 {
+		return backupRestoreSource(src, dst)
 	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -102,6 +110,22 @@ func copyRestoreSource(src, dst string) error {
 		return errors.Wrap(err, "copy restore source")
 	}
 	return errors.Wrap(out.Close(), "close restored database")
+}
+
+// backupRestoreSource copies the database src, its write-ahead log
+// included, to dst with SQLite's backup API.
+func backupRestoreSource(src, dst string) error {
+	db, err := sqlite3.OpenFlags(src, sqlite3.OPEN_READONLY|sqlite3.OPEN_NOFOLLOW|sqlite3.OPEN_EXRESCODE)
+	if err == nil {
+		err = db.Backup("main", dst)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return errorf(ErrInvalidRequest, "the restore source is not a sound project database: with its write-ahead log, %s", sqliteMessage(err))
+	}
+	return nil
 }
 
 // pathErrorReason is the reason of a file system error without the path,
