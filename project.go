@@ -4,8 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
@@ -95,6 +97,55 @@ func (s *Store) stageProject(slug, verb string) (string, error) {
 		return "", errors.Wrap(err, "create project folder")
 	}
 	return tmp, nil
+}
+
+// stagingVerbs name the temporary folders of stageProject.
+var stagingVerbs = []string{"creating", "restoring"}
+
+// abandonedStagingAge is how long a temporary project folder (see
+// stageProject) must have gone unmodified before Open removes it as left
+// by a process that died mid-create or mid-restore: a restore under way
+// writes to its folder all the time.
+const abandonedStagingAge = time.Hour
+
+// removeAbandonedStaging removes the temporary project folders of the data
+// folder that nothing has modified for abandonedStagingAge (a killed
+// restore left hundreds of megabytes behind for good).
+func (s *Store) removeAbandonedStaging() {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !slices.ContainsFunc(stagingVerbs, func(verb string) bool { return strings.HasPrefix(e.Name(), "."+verb+"-") }) {
+			continue
+		}
+		path := filepath.Join(s.dir, e.Name())
+		if time.Since(newestModTime(path)) < abandonedStagingAge { // file times are the real clock's, whatever Options.Now says
+			continue
+		}
+		if err := os.RemoveAll(path); err != nil {
+			s.opts.Logger.Warn("remove abandoned project folder", "folder", e.Name(), "err", err)
+			continue
+		}
+		s.opts.Logger.Info("removed abandoned project folder", "folder", e.Name())
+	}
+}
+
+// newestModTime is the latest modification time of the folder path and the
+// files in it.
+func newestModTime(path string) time.Time {
+	var newest time.Time
+	if info, err := os.Stat(path); err == nil {
+		newest = info.ModTime()
+	}
+	entries, _ := os.ReadDir(path)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.ModTime().After(newest) {
+			newest = info.ModTime()
+		}
+	}
+	return newest
 }
 
 // placeProject renames a finished project folder tmp (in the data folder)

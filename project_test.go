@@ -189,3 +189,29 @@ func TestListProjects(t *testing.T) {
 	_, err = s.ListProjects(projectdata.WithCaller(ctx, c))
 	pdtest.Code(t, err, projectdata.ErrPermissionDenied)
 }
+
+func TestOpenRemovesAbandonedProjectFolders(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	s, err := projectdata.Open(dir, nil)
+	is.NoErr(err)
+	_, _, err = s.CreateProject(ctx, "acme", "Acme")
+	is.NoErr(err)
+	is.NoErr(s.Close())
+	stage := func(name string, age time.Duration) {
+		path := filepath.Join(dir, name)
+		is.NoErr(os.Mkdir(path, 0o755))
+		is.NoErr(os.WriteFile(filepath.Join(path, "project.db"), []byte("half a copy"), 0o644))
+		then := time.Now().Add(-age)
+		is.NoErr(os.Chtimes(filepath.Join(path, "project.db"), then, then))
+		is.NoErr(os.Chtimes(path, then, then))
+	}
+	stage(".restoring-big-123", 2*time.Hour) // a restore killed two hours ago
+	stage(".creating-new-456", 2*time.Hour)
+	stage(".restoring-now-789", time.Minute) // maybe another process's, under way
+	stage(".litestream", 2*time.Hour)        // not the Store's
+	s, err = projectdata.Open(dir, nil)
+	is.NoErr(err)
+	defer s.Close()
+	is.Equal(dataFolder(t, dir), []string{".litestream", ".restoring-now-789", "acme"})
+}

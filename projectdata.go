@@ -167,7 +167,9 @@ type Store struct {
 }
 
 // Open returns a Store over the data folder dir, creating the folder if
-// needed. A nil opts means the defaults.
+// needed. A nil opts means the defaults. It removes the temporary folders
+// of project creations and restores whose process died (unmodified for an
+// hour).
 func Open(dir string, opts *Options) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("projectdata: empty data folder")
@@ -187,6 +189,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	s.heap = &sqliteHeap{max: s.opts.MaxSQLiteMemory}
 	s.idle = sync.NewCond(&s.mu)
 	s.feeds = newFeeds(s)
+	s.removeAbandonedStaging()
 	return s, nil
 }
 
