@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"context"
+	stderrors "errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -287,7 +288,9 @@ func (s *Store) RenameProject(ctx context.Context, slug, name string) (Project, 
 
 // ListProjects lists the projects of the data folder, by slug. It is the
 // embedding application's operation: a token belongs to one project, so a
-// context carrying a caller is refused.
+// context carrying a caller is refused. A project that cannot be read (its
+// database damaged or unreadable) does not hide the others: they are
+// returned with an error that names each project that failed.
 //
 // Errors: ErrPermissionDenied (a caller in ctx).
 func (s *Store) ListProjects(ctx context.Context) ([]Project, error) {
@@ -308,15 +311,20 @@ func (s *Store) ListProjects(ctx context.Context) ([]Project, error) {
 	}
 	sort.Strings(slugs)
 	projects := []Project{}
+	var failed []error
 	for _, slug := range slugs {
 		p, _, err := s.GetProject(ctx, slug)
 		if ErrorCode(err) == ErrProjectNotFound {
 			continue // removed meanwhile
 		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if err != nil {
-			return nil, err
+			failed = append(failed, errors.WithMessagef(err, "project %q", slug))
+			continue
 		}
 		projects = append(projects, p)
 	}
-	return projects, nil
+	return projects, stderrors.Join(failed...)
 }

@@ -188,6 +188,14 @@ func TestListProjects(t *testing.T) {
 	is.NoErr(err)
 	_, err = s.ListProjects(projectdata.WithCaller(ctx, c))
 	pdtest.Code(t, err, projectdata.ErrPermissionDenied)
+
+	// A damaged project does not hide the others.
+	is.NoErr(os.Mkdir(filepath.Join(dir, "bad"), 0o755))
+	is.NoErr(os.WriteFile(filepath.Join(dir, "bad", "project.db"), []byte("not a database, but long enough to be read as one"), 0o644))
+	ps, err = s.ListProjects(ctx)
+	is.True(err != nil && strings.Contains(err.Error(), `project "bad"`))
+	is.Equal(len(ps), 3)
+	is.Equal(ps[0].Slug, "a")
 }
 
 func TestOpenRemovesAbandonedProjectFolders(t *testing.T) {
