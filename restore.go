@@ -115,7 +115,7 @@ func copyRestoreSource(src, dst string) error {
 // backupRestoreSource copies the database src, its write-ahead log
 // included, to dst with SQLite's backup API.
 func backupRestoreSource(src, dst string) error {
-	db, err := sqlite3.OpenFlags(src, sqlite3.OPEN_READONLY|sqlite3.OPEN_NOFOLLOW|sqlite3.OPEN_EXRESCODE)
+	db, err := sqlite3.OpenFlags(src, sqlite3.OPEN_READONLY|sqlite3.OPEN_EXRESCODE) // a link is followed, as for a copy
 	if err == nil {
 		err = db.Backup("main", dst)
 		if cerr := db.Close(); err == nil {
