@@ -77,11 +77,12 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return WithIdempotency(ctx, Idempotency{Key: key})
 }
 
-// idempotencyFrom returns the Idempotency that ctx carries, if any. Inside
-// an idempotent operation's run the same context key holds its
-// *pendingAnswer instead (see pendingFrom): the operation's own Store calls
-// are not idempotent again.
-func idempotencyFrom(ctx context.Context) (Idempotency, bool) {
+// IdempotencyFrom returns the Idempotency that ctx carries (see
+// WithIdempotency), if any: what a client of another transport (package
+// client) sends in its place. Inside an idempotent operation's run the
+// same context key holds its *pendingAnswer instead (see pendingFrom): the
+// operation's own Store calls are not idempotent again.
+func IdempotencyFrom(ctx context.Context) (Idempotency, bool) {
 	idem, ok := ctx.Value(idempotencyKey{}).(Idempotency)
 	return idem, ok
 }
@@ -155,7 +156,7 @@ type writeCall struct {
 // up on a reader before they run. A write that is not the operation's
 // effect (bookkeeping before it) uses withoutIdempotencyRecord.
 func (s *Store) withWrite(ctx context.Context, slug string, call writeCall, fn func(ctx context.Context, p *project) error) error {
-	idem, ok := idempotencyFrom(ctx)
+	idem, ok := IdempotencyFrom(ctx)
 	if !ok {
 		return s.withProject(ctx, slug, call.op, func(p *project) error { return fn(ctx, p) })
 	}
@@ -174,7 +175,7 @@ func (s *Store) withWrite(ctx context.Context, slug string, call writeCall, fn f
 // Without an Idempotency in ctx, or for an op that stores no answers (a
 // read, token creation), it returns refusal.
 func (s *Store) RefuseIdempotent(ctx context.Context, slug string, op Operation, refusal error) error {
-	if _, ok := idempotencyFrom(ctx); !ok || !answeredOps[op] {
+	if _, ok := IdempotencyFrom(ctx); !ok || !answeredOps[op] {
 		return refusal
 	}
 	return s.withWrite(ctx, slug, writeCall{op: op}, func(context.Context, *project) error { return refusal })

@@ -216,7 +216,7 @@ const maxTokenNameLen = 200
 func (s *Store) CreateToken(ctx context.Context, slug string, req NewToken) (CreatedToken, error) {
 	var out CreatedToken
 	err := s.withProject(ctx, slug, OpCreateToken, func(p *project) error {
-		if _, ok := idempotencyFrom(ctx); ok {
+		if _, ok := IdempotencyFrom(ctx); ok {
 			return errorf(ErrInvalidRequest, "creating a token takes no idempotency key: a replay would have to store the secret")
 		}
 		return p.write(ctx, func(c *conn) (err error) {

@@ -10,7 +10,13 @@
 // Writes are retried, at most Options.MaxRetries times, on network errors
 // and on 503 answers (waiting as Retry-After says), each with one
 // Idempotency-Key so that a write the server did apply is answered again
-// rather than done twice. The change feed is an iterator (FollowChanges)
+// rather than done twice. That key is the one ctx carries
+// (projectdata.WithIdempotency), if any, so that a caller's own retries
+// are applied once too, as with the Store; an Idempotency's OnReplay is
+// called when the server answers Idempotent-Replayed: true, which after a
+// retry of the client's own may be the answer to its own first attempt
+// (HTTP cannot tell them apart). Its Fingerprint is not sent: the server
+// fingerprints the request's method, path and body. The change feed is an iterator (FollowChanges)
 // and export downloads stream to an io.Writer (DownloadExport).
 package client
 
@@ -28,7 +34,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/projectdata/projectdata"
+	pd "github.com/projectdata/projectdata"
 )
 
 // Options configures a Client. A nil *Options, and the zero value of every
@@ -80,7 +86,8 @@ type request struct {
 	method, path string
 	query        url.Values
 	body         any  // encoded as JSON; nil: no body
-	idempotent   bool // a write that may carry an Idempotency-Key
+	idempotent   bool // a write whose answer the server stores under an Idempotency-Key: retried under one key
+	sendKey      bool // not idempotent, but sends ctx's key (token creation: the server refuses it as the Store does)
 }
 
 // envelope is the answer of every JSON route.
@@ -88,8 +95,8 @@ type envelope struct {
 	OK    bool            `json:"ok"`
 	Data  json.RawMessage `json:"data"`
 	Error *struct {
-		Code    projectdata.Code `json:"code"`
-		Message string           `json:"message"`
+		Code    pd.Code `json:"code"`
+		Message string  `json:"message"`
 	} `json:"error"`
 }
 
@@ -110,7 +117,7 @@ func (c *Client) send(ctx context.Context, req request, accept string) (*http.Re
 	if req.body != nil {
 		var err error
 		if body, err = json.Marshal(req.body); err != nil {
-			return nil, &projectdata.Error{Code: projectdata.ErrInvalidRequest, Message: "encode the request: " + err.Error()}
+			return nil, &pd.Error{Code: pd.ErrInvalidRequest, Message: "encode the request: " + err.Error()}
 		}
 	}
 	u := c.base + req.path
@@ -119,9 +126,19 @@ func (c *Client) send(ctx context.Context, req request, accept string) (*http.Re
 	}
 	retries := 0
 	key := ""
+	idem, keyed := pd.IdempotencyFrom(ctx)
+	keyed = keyed && (req.idempotent || req.sendKey) // reads ignore a key, as the Store's do
+	switch {
+	case keyed:
+		var err error
+		if key, err = idempotencyHeader(idem.Key); err != nil {
+			return nil, err
+		}
+	case req.idempotent:
+		key, _ = idempotencyHeader(newIdempotencyKey())
+	}
 	if req.idempotent {
 		retries = c.opts.MaxRetries
-		key = newIdempotencyKey()
 	}
 	for attempt := 0; ; attempt++ {
 		hr, err := http.NewRequestWithContext(ctx, req.method, u, bytes.NewReader(body))
@@ -154,6 +171,9 @@ func (c *Client) send(ctx context.Context, req request, accept string) (*http.Re
 			io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 			res.Body.Close()
 		default:
+			if keyed && idem.OnReplay != nil && res.Header.Get("Idempotent-Replayed") == "true" {
+				idem.OnReplay()
+			}
 			return res, nil
 		}
 		if wait == 0 {
@@ -189,14 +209,14 @@ func retryAfter(v string, limit time.Duration) time.Duration {
 func decodeEnvelope(res *http.Response, out any) error {
 	var env envelope
 	if err := json.NewDecoder(res.Body).Decode(&env); err != nil {
-		return &projectdata.Error{Code: projectdata.ErrInternal,
+		return &pd.Error{Code: pd.ErrInternal,
 			Message: fmt.Sprintf("the server answered %s without a JSON envelope", res.Status)}
 	}
 	if !env.OK {
 		if env.Error == nil {
-			return &projectdata.Error{Code: projectdata.ErrInternal, Message: "the server answered " + res.Status + " without an error"}
+			return &pd.Error{Code: pd.ErrInternal, Message: "the server answered " + res.Status + " without an error"}
 		}
-		return &projectdata.Error{Code: env.Error.Code, Message: env.Error.Message}
+		return &pd.Error{Code: env.Error.Code, Message: env.Error.Message}
 	}
 	if out == nil {
 		return nil
@@ -204,9 +224,22 @@ func decodeEnvelope(res *http.Response, out any) error {
 	d := json.NewDecoder(bytes.NewReader(env.Data))
 	d.UseNumber()
 	if err := d.Decode(out); err != nil {
-		return &projectdata.Error{Code: projectdata.ErrInternal, Message: "decode the answer: " + err.Error()}
+		return &pd.Error{Code: pd.ErrInternal, Message: "decode the answer: " + err.Error()}
 	}
 	return nil
+}
+
+// idempotencyHeader returns key as an Idempotency-Key header value: a
+// quoted structured-field string, which the server reads back as key
+// exactly (read bare, a key would lose surrounding spaces or a leading
+// quote). A key the Store refuses is ErrInvalidIdempotencyKey, before any
+// request.
+func idempotencyHeader(key string) (string, error) {
+	v := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key) + `"`
+	if _, err := pd.ParseIdempotencyKey(v); err != nil {
+		return "", err
+	}
+	return v, nil
 }
 
 // newIdempotencyKey returns a random key for one write and its retries.

@@ -32,7 +32,9 @@ func (c *Client) RenameProject(ctx context.Context, slug, name string) (pd.Proje
 }
 
 // CreateToken creates a token; its secret is in the answer only. It is
-// not retried: the server refuses an Idempotency-Key on token creation.
+// not retried: the server refuses an Idempotency-Key on token creation,
+// and a key on ctx is sent so that it is refused (ErrInvalidRequest) as
+// the Store refuses it.
 func (c *Client) CreateToken(ctx context.Context, slug string, req pd.NewToken) (pd.CreatedToken, error) {
 	body := map[string]any{"token_name": req.Name, "role": req.Role}
 	if req.Type != "" { // empty: the default, which the API takes from an absent field
@@ -44,7 +46,7 @@ func (c *Client) CreateToken(ctx context.Context, slug string, req pd.NewToken) 
 	var out struct {
 		Token pd.CreatedToken `json:"token"`
 	}
-	err := c.do(ctx, request{method: "POST", path: project(slug, "auth", "tokens"), body: body}, &out)
+	err := c.do(ctx, request{method: "POST", path: project(slug, "auth", "tokens"), body: body, sendKey: true}, &out)
 	return out.Token, err
 }
 
