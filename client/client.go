@@ -106,8 +106,19 @@ func (c *Client) do(ctx context.Context, req request, out any) error {
 	if err != nil {
 		return err
 	}
-	defer res.Body.Close()
+	defer closeBody(res.Body)
 	return decodeEnvelope(res, out)
+}
+
+// drainLimit bounds what closeBody reads of a body's rest.
+const drainLimit = 256 << 10
+
+// closeBody reads what is left of a response body, up to drainLimit, and
+// closes it: net/http reuses a connection only after its body was read to
+// the end (a longer rest costs the connection, not the time to read it).
+func closeBody(body io.ReadCloser) {
+	io.Copy(io.Discard, io.LimitReader(body, drainLimit))
+	body.Close()
 }
 
 // send sends req, retrying a write on network errors and 503 answers, and
@@ -168,8 +179,7 @@ func (c *Client) send(ctx context.Context, req request, accept string) (*http.Re
 			}
 		case res.StatusCode == http.StatusServiceUnavailable && attempt < retries:
 			wait = retryAfter(res.Header.Get("Retry-After"), c.opts.MaxRetryWait)
-			io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
-			res.Body.Close()
+			closeBody(res.Body)
 		default:
 			if keyed && idem.OnReplay != nil && res.Header.Get("Idempotent-Replayed") == "true" {
 				idem.OnReplay()
@@ -208,7 +218,13 @@ func retryAfter(v string, limit time.Duration) time.Duration {
 // error as a *projectdata.Error.
 func decodeEnvelope(res *http.Response, out any) error {
 	var env envelope
-	if err := json.NewDecoder(res.Body).Decode(&env); err != nil {
+	// Read whole, not decoded as a stream: a decoder stops at the end of
+	// the value, short of the end of the body.
+	data, err := io.ReadAll(res.Body)
+	if err == nil {
+		err = json.Unmarshal(data, &env)
+	}
+	if err != nil {
 		return &pd.Error{Code: pd.ErrInternal,
 			Message: fmt.Sprintf("the server answered %s without a JSON envelope", res.Status)}
 	}

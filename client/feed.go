@@ -68,7 +68,7 @@ func (c *Client) DownloadExport(ctx context.Context, slug, id string, w io.Write
 	if err != nil {
 		return 0, err
 	}
-	defer res.Body.Close()
+	defer closeBody(res.Body)
 	if res.StatusCode != 200 {
 		return 0, decodeEnvelope(res, nil)
 	}
