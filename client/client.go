@@ -8,9 +8,11 @@
 // holds over HTTP as it does in process.
 //
 // Writes are retried, at most Options.MaxRetries times, on network errors
-// and on 503 answers (waiting as Retry-After says), each with one
-// Idempotency-Key so that a write the server did apply is answered again
-// rather than done twice. That key is the one ctx carries
+// (an answer cut while it is read included), on 503 answers (waiting as
+// Retry-After says) and when a retry finds the write's first attempt still
+// running (409 idempotency_key_in_flight), each with one Idempotency-Key so
+// that a write the server did apply is answered again rather than done
+// twice. That key is the one ctx carries
 // (projectdata.WithIdempotency), if any, so that a caller's own retries
 // are applied once too, as with the Store; an Idempotency's OnReplay is
 // called when the server answers Idempotent-Replayed: true, which after a
@@ -29,10 +31,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/pkg/errors"
 
 	pd "github.com/projectdata/projectdata"
 )
@@ -85,9 +91,11 @@ func New(baseURL, token string, opts *Options) *Client {
 type request struct {
 	method, path string
 	query        url.Values
-	body         any  // encoded as JSON; nil: no body
-	idempotent   bool // a write whose answer the server stores under an Idempotency-Key: retried under one key
-	sendKey      bool // not idempotent, but sends ctx's key (token creation: the server refuses it as the Store does)
+	body         any    // encoded as JSON; nil: no body
+	idempotent   bool   // a write whose answer the server stores under an Idempotency-Key: retried under one key
+	sendKey      bool   // not idempotent, but sends ctx's key (token creation: the server refuses it as the Store does)
+	stream       bool   // the 200 answer is a stream, read by the caller (see send)
+	accept       string // the Accept header, if any
 }
 
 // envelope is the answer of every JSON route.
@@ -102,12 +110,11 @@ type envelope struct {
 
 // do sends req and decodes the envelope's data into out (when not nil).
 func (c *Client) do(ctx context.Context, req request, out any) error {
-	res, err := c.send(ctx, req, "")
+	res, data, err := c.send(ctx, req)
 	if err != nil {
 		return err
 	}
-	defer closeBody(res.Body)
-	return decodeEnvelope(res, out)
+	return decodeEnvelope(res, data, out)
 }
 
 // drainLimit bounds what closeBody reads of a body's rest.
@@ -121,14 +128,23 @@ func closeBody(body io.ReadCloser) {
 	body.Close()
 }
 
-// send sends req, retrying a write on network errors and 503 answers, and
-// returns the response (its body open) of the last attempt.
-func (c *Client) send(ctx context.Context, req request, accept string) (*http.Response, error) {
+// send sends req and returns the answer of its last attempt: the 200
+// answer of a stream with its body open; any other answer with its body
+// read whole into data (and closed), as part of the attempt.
+//
+// An idempotent write is sent again, under the same Idempotency-Key and
+// body, at most Options.MaxRetries times and while ctx lasts, when its
+// attempt failed on the network (before the answer or while reading it:
+// the server may have applied it; its key answers the retry with the
+// first answer), when the server answered 503 (after Retry-After), or when
+// the request, sent before, found its first attempt still running (409
+// idempotency_key_in_flight).
+func (c *Client) send(ctx context.Context, req request) (*http.Response, []byte, error) {
 	var body []byte
 	if req.body != nil {
 		var err error
 		if body, err = json.Marshal(req.body); err != nil {
-			return nil, &pd.Error{Code: pd.ErrInvalidRequest, Message: "encode the request: " + err.Error()}
+			return nil, nil, &pd.Error{Code: pd.ErrInvalidRequest, Message: "encode the request: " + err.Error()}
 		}
 	}
 	u := c.base + req.path
@@ -143,7 +159,7 @@ func (c *Client) send(ctx context.Context, req request, accept string) (*http.Re
 	case keyed:
 		var err error
 		if key, err = idempotencyHeader(idem.Key); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	case req.idempotent:
 		key, _ = idempotencyHeader(newIdempotencyKey())
@@ -151,40 +167,30 @@ func (c *Client) send(ctx context.Context, req request, accept string) (*http.Re
 	if req.idempotent {
 		retries = c.opts.MaxRetries
 	}
+	// A 409 idempotency_key_in_flight is this call's own first attempt
+	// still running once the request was written more than once: by a
+	// retry, or by the Transport, which sends a request with an
+	// Idempotency-Key again itself when a kept-alive connection fails.
+	var written atomic.Int32
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { written.Add(1) }})
 	for attempt := 0; ; attempt++ {
-		hr, err := http.NewRequestWithContext(ctx, req.method, u, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		if body != nil {
-			hr.Header.Set("Content-Type", "application/json")
-		}
-		if accept != "" {
-			hr.Header.Set("Accept", accept)
-		}
-		if c.token != "" {
-			hr.Header.Set("Authorization", "Bearer "+c.token)
-		}
-		if key != "" {
-			hr.Header.Set("Idempotency-Key", key)
-		}
-		res, err := c.http.Do(hr)
+		res, data, err := c.attempt(ctx, req, u, body, key)
 		wait := time.Duration(0)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return nil, ctx.Err()
+			return nil, nil, err
 		case err != nil:
 			if attempt >= retries {
-				return nil, fmt.Errorf("projectdata client: %s %s: %w", req.method, req.path, err)
+				return nil, nil, err
 			}
-		case res.StatusCode == http.StatusServiceUnavailable && attempt < retries:
+		case attempt < retries && res.StatusCode == http.StatusServiceUnavailable:
 			wait = retryAfter(res.Header.Get("Retry-After"), c.opts.MaxRetryWait)
-			closeBody(res.Body)
+		case attempt < retries && written.Load() > 1 && res.StatusCode == http.StatusConflict && errorCode(data) == pd.ErrIdempotencyKeyInFlight:
 		default:
 			if keyed && idem.OnReplay != nil && res.Header.Get("Idempotent-Replayed") == "true" {
 				idem.OnReplay()
 			}
-			return res, nil
+			return res, data, nil
 		}
 		if wait == 0 {
 			wait = time.Duration(attempt+1) * 100 * time.Millisecond
@@ -193,10 +199,56 @@ func (c *Client) send(ctx context.Context, req request, accept string) (*http.Re
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-t.C:
 		}
 	}
+}
+
+// attempt sends one request and, unless its answer is a stream's 200,
+// reads the answer's body whole.
+func (c *Client) attempt(ctx context.Context, req request, u string, body []byte, key string) (*http.Response, []byte, error) {
+	hr, err := http.NewRequestWithContext(ctx, req.method, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, errors.Wrapf(err, "projectdata client: %s %s", req.method, req.path)
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if req.accept != "" {
+		hr.Header.Set("Accept", req.accept)
+	}
+	if c.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if key != "" {
+		hr.Header.Set("Idempotency-Key", key)
+	}
+	res, err := c.http.Do(hr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, errors.Wrapf(err, "projectdata client: %s %s", req.method, req.path)
+	}
+	if req.stream && res.StatusCode == http.StatusOK {
+		return res, nil, nil
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, nil, errors.Wrapf(err, "projectdata client: %s %s: read the answer (%s)", req.method, req.path, res.Status)
+	}
+	return res, data, nil
+}
+
+// errorCode returns the code of an error envelope, "" for anything else.
+func errorCode(data []byte) pd.Code {
+	var env envelope
+	if json.Unmarshal(data, &env) != nil || env.Error == nil {
+		return ""
+	}
+	return env.Error.Code
 }
 
 // retryAfter reads a Retry-After header in seconds (an HTTP date is taken
@@ -214,17 +266,11 @@ func retryAfter(v string, limit time.Duration) time.Duration {
 	return limit
 }
 
-// decodeEnvelope decodes an envelope answer: the data into out, or the
-// error as a *projectdata.Error.
-func decodeEnvelope(res *http.Response, out any) error {
+// decodeEnvelope decodes an envelope answer, its body data: the data
+// into out, or the error as a *projectdata.Error.
+func decodeEnvelope(res *http.Response, data []byte, out any) error {
 	var env envelope
-	// Read whole, not decoded as a stream: a decoder stops at the end of
-	// the value, short of the end of the body.
-	data, err := io.ReadAll(res.Body)
-	if err == nil {
-		err = json.Unmarshal(data, &env)
-	}
-	if err != nil {
+	if err := json.Unmarshal(data, &env); err != nil {
 		return &pd.Error{Code: pd.ErrInternal,
 			Message: fmt.Sprintf("the server answered %s without a JSON envelope", res.Status)}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -64,14 +65,14 @@ func (c *Client) DeleteNotFoundExports(ctx context.Context, slug string) (int, e
 // written. (The Store's OpenExport returns the file itself; over HTTP the
 // file streams to w.)
 func (c *Client) DownloadExport(ctx context.Context, slug, id string, w io.Writer) (int64, error) {
-	res, err := c.send(ctx, request{method: "GET", path: project(slug, "export", "download", seg(id))}, "")
+	res, data, err := c.send(ctx, request{method: "GET", path: project(slug, "export", "download", seg(id)), stream: true})
 	if err != nil {
 		return 0, err
 	}
-	defer closeBody(res.Body)
-	if res.StatusCode != 200 {
-		return 0, decodeEnvelope(res, nil)
+	if res.StatusCode != http.StatusOK {
+		return 0, decodeEnvelope(res, data, nil)
 	}
+	defer closeBody(res.Body)
 	n, err := io.Copy(w, res.Body)
 	if err == nil && res.ContentLength >= 0 && n != res.ContentLength {
 		err = io.ErrUnexpectedEOF
@@ -131,18 +132,18 @@ func (c *Client) ListChanges(ctx context.Context, slug string, q pd.ChangeQuery)
 // yielded last).
 func (c *Client) FollowChanges(ctx context.Context, slug string, q pd.ChangeQuery) iter.Seq2[pd.Change, error] {
 	return func(yield func(pd.Change, error) bool) {
-		res, err := c.send(ctx, request{method: "GET", path: project(slug, "changes", "stream"), query: changeValues(q, true)}, "text/event-stream")
+		res, answer, err := c.send(ctx, request{method: "GET", path: project(slug, "changes", "stream"), query: changeValues(q, true), stream: true, accept: "text/event-stream"})
 		if err != nil {
 			if ctx.Err() == nil {
 				yield(pd.Change{}, err)
 			}
 			return
 		}
-		defer res.Body.Close()
-		if res.StatusCode != 200 {
-			yield(pd.Change{}, decodeEnvelope(res, nil))
+		if res.StatusCode != http.StatusOK {
+			yield(pd.Change{}, decodeEnvelope(res, answer, nil))
 			return
 		}
+		defer res.Body.Close()
 		sc := bufio.NewScanner(res.Body)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		var event, data string

@@ -2,8 +2,11 @@ package client_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/matryer/is"
@@ -69,4 +72,83 @@ func TestCallerIdempotencyKeyErrors(t *testing.T) {
 	// Reads ignore a key, even an invalid one.
 	_, err := remote.ListTables(pd.WithIdempotencyKey(ctx, ""), "acme")
 	is.NoErr(err)
+}
+
+// inFlight answers the writes of h to one route: the first attempt is
+// applied and its connection cut before the answer; the next answers 409
+// idempotency_key_in_flight (the first attempt still runs, as far as the
+// server knows) while busy is more than zero, counting down; the rest go to
+// h. attempts counts them.
+type inFlight struct {
+	h        http.Handler
+	busy     int
+	attempts int
+	mu       sync.Mutex
+}
+
+func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/projects/acme/records/t" {
+		f.h.ServeHTTP(w, r)
+		return
+	}
+	f.mu.Lock()
+	f.attempts++
+	first, busy := f.attempts == 1, f.busy > 0
+	if !first && busy {
+		f.busy--
+	}
+	f.mu.Unlock()
+	switch {
+	case first:
+		f.h.ServeHTTP(httptest.NewRecorder(), r)
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	case busy:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		io.WriteString(w, `{"ok":false,"data":null,"error":{"code":"idempotency_key_in_flight","message":"a request with this idempotency key is still running; retry once it has finished"},"request_id":"req_x","meta":{"generated_at":"2026-11-21T14:05:09.123Z"}}`)
+	default:
+		f.h.ServeHTTP(w, r)
+	}
+}
+
+// TestRetryMeetsItsFirstAttemptInFlight: a retry that finds the write's
+// first attempt still running (409 idempotency_key_in_flight) waits and
+// retries, under the same key, and gets the first attempt's answer.
+func TestRetryMeetsItsFirstAttemptInFlight(t *testing.T) {
+	is := is.New(t)
+	f := &inFlight{busy: 2}
+	_, remote, _ := pair(t, func(h http.Handler) http.Handler { f.h = h; return f })
+	_, _, err := remote.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}})
+	is.NoErr(err)
+	res, err := remote.Insert(ctx, "acme", "t", []pd.Row{{"v": "once"}})
+	is.NoErr(err)
+	is.Equal(res.InsertedIDs, []any{int64(1)}) // the first attempt's answer
+	is.Equal(f.attempts, 4)                    // cut; in flight (the Transport's own retry on a new connection, then the client's); replayed
+	list, err := remote.ListRecords(ctx, "acme", "t", pd.ListOptions{})
+	is.NoErr(err)
+	is.Equal(len(list.Rows), 1)
+
+	// Within MaxRetries: the last answer is the error.
+	f = &inFlight{busy: 100}
+	_, remote, _ = pair(t, func(h http.Handler) http.Handler { f.h = h; return f })
+	_, _, err = remote.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}})
+	is.NoErr(err)
+	_, err = remote.Insert(ctx, "acme", "t", []pd.Row{{"v": "once"}})
+	is.True(errors.Is(err, pd.ErrIdempotencyKeyInFlight))
+	is.Equal(f.attempts, 5) // one try (cut, sent again by the Transport) and the default 3 retries
+}
+
+// TestCallerKeyInFlightIsNotRetried: a first attempt that finds its key in
+// flight is another call's, as with the Store: the answer is the error.
+func TestCallerKeyInFlightIsNotRetried(t *testing.T) {
+	is := is.New(t)
+	f := &inFlight{busy: 100, attempts: 1} // as if the first attempt was made
+	_, remote, _ := pair(t, func(h http.Handler) http.Handler { f.h = h; return f })
+	_, _, err := remote.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}})
+	is.NoErr(err)
+	_, err = remote.Insert(pd.WithIdempotencyKey(ctx, "k"), "acme", "t", []pd.Row{{"v": 1}})
+	is.True(errors.Is(err, pd.ErrIdempotencyKeyInFlight))
+	is.Equal(f.attempts, 2) // not retried
 }

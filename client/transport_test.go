@@ -1,13 +1,17 @@
 package client_test
 
 import (
+	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -69,3 +73,68 @@ var errWriterFull = errors.New("full")
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errWriterFull }
+
+// cutBody answers the first POST to a route after applying it, with its
+// headers and half its body, then cuts the connection.
+type cutBody struct {
+	h        http.Handler
+	attempts atomic.Int32
+}
+
+func (f *cutBody) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/projects/acme/records/t" || f.attempts.Add(1) > 1 {
+		f.h.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, r)
+	b := rec.Body.Bytes()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(rec.Code)
+	w.Write(b[:len(b)/2])
+	http.NewResponseController(w).Flush()
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		conn.Close()
+	}
+}
+
+// TestCutAnswerIsRetried: a write whose answer is cut mid-body is sent
+// again under its key, as after a network error, and answered once.
+func TestCutAnswerIsRetried(t *testing.T) {
+	is := is.New(t)
+	f := &cutBody{}
+	_, remote, _ := pair(t, func(h http.Handler) http.Handler { f.h = h; return f })
+	_, _, err := remote.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}})
+	is.NoErr(err)
+	res, err := remote.Insert(ctx, "acme", "t", []pd.Row{{"v": "once"}})
+	is.NoErr(err)
+	is.Equal(res.InsertedIDs, []any{int64(1)})
+	is.Equal(f.attempts.Load(), int32(2))
+	list, err := remote.ListRecords(ctx, "acme", "t", pd.ListOptions{})
+	is.NoErr(err)
+	is.Equal(len(list.Rows), 1)
+}
+
+// TestDeadlineWhileReadingTheAnswer: the error of a body read that ctx's
+// deadline ends is that deadline, not an answer without an envelope.
+func TestDeadlineWhileReadingTheAnswer(t *testing.T) {
+	is := is.New(t)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true,"data":`)
+		http.NewResponseController(w).Flush()
+		select { // the rest never comes in time
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond) // ends while the body is read
+	defer cancel()
+	_, err := client.New(srv.URL, "pat_x", nil).ListTables(dctx, "acme")
+	is.True(errors.Is(err, context.DeadlineExceeded))
+	is.True(strings.Contains(err.Error(), "read the answer"))
+}
