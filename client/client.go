@@ -54,7 +54,19 @@ type Options struct {
 	// MaxRetryWait caps the wait before a retry, whatever Retry-After
 	// says. Zero: 5 s.
 	MaxRetryWait time.Duration
+	// MaxResponseBytes bounds the body of an answer the client holds in
+	// memory, and each event of the change feed; a longer one is
+	// ErrResponseTooLarge. Export downloads, which stream, are not
+	// bounded. Zero: 64 MiB, 16 times the server's default result budget
+	// (httpapi answers with rows stop near it) and 8 times its default
+	// body limit, room for a server whose limits were raised, while a
+	// broken or hostile server cannot make the client hold more.
+	MaxResponseBytes int64
 }
+
+// ErrResponseTooLarge is returned, wrapped, for an answer whose body is
+// longer than Options.MaxResponseBytes.
+var ErrResponseTooLarge = errors.New("the answer is larger than Options.MaxResponseBytes")
 
 // Client calls one server with one token. It is safe for concurrent use.
 type Client struct {
@@ -83,6 +95,9 @@ func New(baseURL, token string, opts *Options) *Client {
 	}
 	if o.MaxRetryWait <= 0 {
 		o.MaxRetryWait = 5 * time.Second
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = 64 << 20
 	}
 	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: o.HTTPClient, opts: o}
 }
@@ -177,7 +192,7 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, []byte,
 		res, data, err := c.attempt(ctx, req, u, body, key)
 		wait := time.Duration(0)
 		switch {
-		case err != nil && ctx.Err() != nil:
+		case err != nil && (ctx.Err() != nil || errors.Is(err, ErrResponseTooLarge)):
 			return nil, nil, err
 		case err != nil:
 			if attempt >= retries {
@@ -235,11 +250,21 @@ func (c *Client) attempt(ctx context.Context, req request, u string, body []byte
 		return res, nil, nil
 	}
 	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
+	data, err := readAtMost(res.Body, c.opts.MaxResponseBytes)
 	if err != nil {
 		return nil, nil, errors.Wrapf(err, "projectdata client: %s %s: read the answer (%s)", req.method, req.path, res.Status)
 	}
 	return res, data, nil
+}
+
+// readAtMost reads r to its end, or fails with ErrResponseTooLarge past
+// limit bytes.
+func readAtMost(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err == nil && int64(len(data)) > limit {
+		return nil, errors.Wrapf(ErrResponseTooLarge, "stopped after %d bytes", limit)
+	}
+	return data, err
 }
 
 // errorCode returns the code of an error envelope, "" for anything else.

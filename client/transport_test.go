@@ -138,3 +138,51 @@ func TestDeadlineWhileReadingTheAnswer(t *testing.T) {
 	is.True(errors.Is(err, context.DeadlineExceeded))
 	is.True(strings.Contains(err.Error(), "read the answer"))
 }
+
+// TestAnswerSizeIsBounded: an answer longer than MaxResponseBytes (64 MiB
+// by default) is ErrResponseTooLarge, and is not read further.
+func TestAnswerSizeIsBounded(t *testing.T) {
+	var mib atomic.Int32 // the padding of the answer
+	var written atomic.Int64
+	done := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { done <- struct{}{} }()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true,"data":{"tables":[],"padding":"`)
+		chunk := strings.Repeat("a", 1<<20)
+		for range mib.Load() {
+			n, err := io.WriteString(w, chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+		io.WriteString(w, `"}}`)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name string
+		mib  int32
+		opts *client.Options
+		err  error
+	}{
+		{"UnderTheDefault", 63, nil, nil},
+		{"OverTheDefault", 65, nil, client.ErrResponseTooLarge},
+		{"FarOverTheOption", 64, &client.Options{MaxResponseBytes: 1 << 20}, client.ErrResponseTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			mib.Store(tc.mib)
+			written.Store(0)
+			_, err := client.New(srv.URL, "pat_x", tc.opts).ListTables(ctx, "acme")
+			is.Equal(errors.Is(err, client.ErrResponseTooLarge), tc.err != nil)
+			if err != nil {
+				is.True(strings.Contains(err.Error(), "MaxResponseBytes"))
+			}
+			<-done
+			if tc.opts != nil {
+				is.True(written.Load() < 32<<20) // the client stopped reading near its limit
+			}
+		})
+	}
+}
