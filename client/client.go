@@ -5,7 +5,12 @@
 //
 //	errors.Is(err, projectdata.ErrTableNotFound)
 //
-// holds over HTTP as it does in process.
+// holds over HTTP as it does in process. An answer without an envelope (a
+// proxy's page, an empty body) is the error of its HTTP status: 401
+// ErrInvalidToken, 403 ErrPermissionDenied, 404 the operation's not-found
+// code (a record's, an export's) or else ErrRouteNotFound, 413
+// ErrPayloadTooLarge, 503 ErrServerBusy, any other ErrInternal; an answer
+// is a success only with a 2xx status.
 //
 // Writes are retried, at most Options.MaxRetries times, on network errors
 // (an answer cut while it is read included), on 503 answers (waiting as
@@ -106,11 +111,12 @@ func New(baseURL, token string, opts *Options) *Client {
 type request struct {
 	method, path string
 	query        url.Values
-	body         any    // encoded as JSON; nil: no body
-	idempotent   bool   // a write whose answer the server stores under an Idempotency-Key: retried under one key
-	sendKey      bool   // not idempotent, but sends ctx's key (token creation: the server refuses it as the Store does)
-	stream       bool   // the 200 answer is a stream, read by the caller (see send)
-	accept       string // the Accept header, if any
+	body         any     // encoded as JSON; nil: no body
+	idempotent   bool    // a write whose answer the server stores under an Idempotency-Key: retried under one key
+	sendKey      bool    // not idempotent, but sends ctx's key (token creation: the server refuses it as the Store does)
+	stream       bool    // the 200 answer is a stream, read by the caller (see send)
+	accept       string  // the Accept header, if any
+	notFound     pd.Code // the code of a 404 answer without an envelope; "": route_not_found
 }
 
 // envelope is the answer of every JSON route.
@@ -129,7 +135,7 @@ func (c *Client) do(ctx context.Context, req request, out any) error {
 	if err != nil {
 		return err
 	}
-	return decodeEnvelope(res, data, out)
+	return decodeEnvelope(res, data, req, out)
 }
 
 // drainLimit bounds what closeBody reads of a body's rest.
@@ -291,29 +297,61 @@ func retryAfter(v string, limit time.Duration) time.Duration {
 	return limit
 }
 
-// decodeEnvelope decodes an envelope answer, its body data: the data
-// into out, or the error as a *projectdata.Error.
-func decodeEnvelope(res *http.Response, data []byte, out any) error {
+// decodeEnvelope decodes an answer, its body data, to req: the envelope's
+// data into out, or its error as a *projectdata.Error. Only a 2xx status
+// with ok true is a success. An answer without an envelope (a proxy's
+// page, an empty body), or whose envelope contradicts its status, is the
+// error of its status (see statusCode).
+func decodeEnvelope(res *http.Response, data []byte, req request, out any) error {
 	var env envelope
-	if err := json.Unmarshal(data, &env); err != nil {
-		return &pd.Error{Code: pd.ErrInternal,
-			Message: fmt.Sprintf("the server answered %s without a JSON envelope", res.Status)}
-	}
-	if !env.OK {
-		if env.Error == nil {
-			return &pd.Error{Code: pd.ErrInternal, Message: "the server answered " + res.Status + " without an error"}
-		}
+	err := json.Unmarshal(data, &env)
+	success := res.StatusCode >= 200 && res.StatusCode < 300
+	switch {
+	case err == nil && !env.OK && env.Error != nil && env.Error.Code != "":
 		return &pd.Error{Code: env.Error.Code, Message: env.Error.Message}
-	}
-	if out == nil {
+	case !success:
+		return &pd.Error{Code: statusCode(res.StatusCode, req), Message: fmt.Sprintf("the server answered %s without an error envelope", res.Status)}
+	case err != nil:
+		return errors.Wrapf(err, "projectdata client: %s %s: the server answered %s without a JSON envelope", req.method, req.path, res.Status)
+	case !env.OK:
+		return &pd.Error{Code: pd.ErrInternal, Message: "the server answered " + res.Status + " without data or an error"}
+	case out == nil:
 		return nil
 	}
 	d := json.NewDecoder(bytes.NewReader(env.Data))
 	d.UseNumber()
 	if err := d.Decode(out); err != nil {
-		return &pd.Error{Code: pd.ErrInternal, Message: "decode the answer: " + err.Error()}
+		return errors.Wrapf(err, "projectdata client: %s %s: decode the answer", req.method, req.path)
 	}
 	return nil
+}
+
+// statusCode is the code of an answer's status when the answer has no
+// envelope to say it: the one code the contract gives the status (§8,
+// §16), or else the one closest to it. A 404 is the operation's own
+// not-found code when it names one (req.notFound).
+func statusCode(status int, req request) pd.Code {
+	switch {
+	case status == http.StatusBadRequest:
+		return pd.ErrInvalidRequest
+	case status == http.StatusUnauthorized:
+		return pd.ErrInvalidToken
+	case status == http.StatusForbidden:
+		return pd.ErrPermissionDenied
+	case status == http.StatusNotFound && req.notFound != "":
+		return req.notFound
+	case status == http.StatusNotFound:
+		return pd.ErrRouteNotFound
+	case status == http.StatusMethodNotAllowed:
+		return pd.ErrMethodNotAllowed
+	case status == http.StatusRequestEntityTooLarge:
+		return pd.ErrPayloadTooLarge
+	case status == http.StatusUnsupportedMediaType:
+		return pd.ErrUnsupportedMediaType
+	case status == http.StatusServiceUnavailable:
+		return pd.ErrServerBusy
+	}
+	return pd.ErrInternal
 }
 
 // idempotencyHeader returns key as an Idempotency-Key header value: a

@@ -57,7 +57,9 @@ func (c *Client) DeleteNotFoundExports(ctx context.Context, slug string) (int, e
 	var out struct {
 		DeletedCount int `json:"deleted_count"`
 	}
-	err := c.do(ctx, request{method: "DELETE", path: project(slug, "exports", "not-found"), idempotent: true}, &out)
+	// The specification: a missing or unusable token may answer 404
+	// without an envelope here.
+	err := c.do(ctx, request{method: "DELETE", path: project(slug, "exports", "not-found"), idempotent: true, notFound: pd.ErrInvalidToken}, &out)
 	return out.DeletedCount, err
 }
 
@@ -65,12 +67,13 @@ func (c *Client) DeleteNotFoundExports(ctx context.Context, slug string) (int, e
 // written. (The Store's OpenExport returns the file itself; over HTTP the
 // file streams to w.)
 func (c *Client) DownloadExport(ctx context.Context, slug, id string, w io.Writer) (int64, error) {
-	res, data, err := c.send(ctx, request{method: "GET", path: project(slug, "export", "download", seg(id)), stream: true})
+	req := request{method: "GET", path: project(slug, "export", "download", seg(id)), stream: true, notFound: pd.ErrExportNotFound}
+	res, data, err := c.send(ctx, req)
 	if err != nil {
 		return 0, err
 	}
 	if res.StatusCode != http.StatusOK {
-		return 0, decodeEnvelope(res, data, nil)
+		return 0, decodeEnvelope(res, data, req, nil)
 	}
 	defer closeBody(res.Body)
 	n, err := io.Copy(w, res.Body)
@@ -132,7 +135,8 @@ func (c *Client) ListChanges(ctx context.Context, slug string, q pd.ChangeQuery)
 // yielded last).
 func (c *Client) FollowChanges(ctx context.Context, slug string, q pd.ChangeQuery) iter.Seq2[pd.Change, error] {
 	return func(yield func(pd.Change, error) bool) {
-		res, answer, err := c.send(ctx, request{method: "GET", path: project(slug, "changes", "stream"), query: changeValues(q, true), stream: true, accept: "text/event-stream"})
+		req := request{method: "GET", path: project(slug, "changes", "stream"), query: changeValues(q, true), stream: true, accept: "text/event-stream"}
+		res, answer, err := c.send(ctx, req)
 		if err != nil {
 			if ctx.Err() == nil {
 				yield(pd.Change{}, err)
@@ -140,7 +144,7 @@ func (c *Client) FollowChanges(ctx context.Context, slug string, q pd.ChangeQuer
 			return
 		}
 		if res.StatusCode != http.StatusOK {
-			yield(pd.Change{}, decodeEnvelope(res, answer, nil))
+			yield(pd.Change{}, decodeEnvelope(res, answer, req, nil))
 			return
 		}
 		defer res.Body.Close()

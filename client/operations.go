@@ -73,7 +73,9 @@ func (c *Client) ListTables(ctx context.Context, slug string) ([]pd.Table, error
 	var out struct {
 		Tables []pd.Table `json:"tables"`
 	}
-	err := c.do(ctx, request{method: "GET", path: project(slug, "table")}, &out)
+	// The specification: a missing or unusable token may answer 404
+	// without an envelope here.
+	err := c.do(ctx, request{method: "GET", path: project(slug, "table"), notFound: pd.ErrInvalidToken}, &out)
 	return out.Tables, err
 }
 
@@ -248,7 +250,7 @@ func (c *Client) GetRecord(ctx context.Context, slug, table string, id any) (pd.
 // name.
 func (c *Client) FindRecord(ctx context.Context, slug, table string, id any) (pd.Record, error) {
 	var out pd.Record
-	err := c.do(ctx, request{method: "GET", path: project(slug, "records", seg(table), seg(idString(id)))}, &out)
+	err := c.do(ctx, request{method: "GET", path: project(slug, "records", seg(table), seg(idString(id))), notFound: pd.ErrRecordNotFound}, &out)
 	plainRows([]pd.Row{out.Row})
 	return out, err
 }
@@ -257,7 +259,7 @@ func (c *Client) FindRecord(ctx context.Context, slug, table string, id any) (pd
 // the row as stored.
 func (c *Client) UpdateRecord(ctx context.Context, slug, table string, id any, data pd.Row) (pd.Row, error) {
 	var out pd.Record
-	err := c.do(ctx, request{method: "PATCH", path: project(slug, "records", seg(table), seg(idString(id))), body: data, idempotent: true}, &out)
+	err := c.do(ctx, request{method: "PATCH", path: project(slug, "records", seg(table), seg(idString(id))), body: data, idempotent: true, notFound: pd.ErrRecordNotFound}, &out)
 	plainRows([]pd.Row{out.Row})
 	return out.Row, err
 }
@@ -265,7 +267,7 @@ func (c *Client) UpdateRecord(ctx context.Context, slug, table string, id any, d
 // DeleteRecord deletes the row with primary key id.
 func (c *Client) DeleteRecord(ctx context.Context, slug, table string, id any) (pd.DeleteResult, error) {
 	var out pd.DeleteResult
-	err := c.do(ctx, request{method: "DELETE", path: project(slug, "records", seg(table), seg(idString(id))), idempotent: true}, &out)
+	err := c.do(ctx, request{method: "DELETE", path: project(slug, "records", seg(table), seg(idString(id))), idempotent: true, notFound: pd.ErrRecordNotFound}, &out)
 	return out, err
 }
 

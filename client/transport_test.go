@@ -186,3 +186,52 @@ func TestAnswerSizeIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestAnswersWithoutEnvelope: an answer without an envelope (a proxy's
+// page, an empty body) is the error of its status, and a status other than
+// 2xx is never a success.
+func TestAnswersWithoutEnvelope(t *testing.T) {
+	var answer atomic.Value // the answer's status, Content-Type and body
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := answer.Load().([3]string)
+		if a[1] != "" {
+			w.Header().Set("Content-Type", a[1])
+		}
+		status, _ := strconv.Atoi(a[0])
+		w.WriteHeader(status)
+		io.WriteString(w, a[2])
+	}))
+	defer srv.Close()
+	c := client.New(srv.URL, "pat_x", &client.Options{MaxRetries: -1})
+	listTables := func() error { _, err := c.ListTables(ctx, "acme"); return err }
+	listColumns := func() error { _, _, err := c.ListColumns(ctx, "acme", "t"); return err }
+	getRecord := func() error { _, err := c.GetRecord(ctx, "acme", "t", 1); return err }
+	for _, tc := range []struct {
+		name   string
+		answer [3]string
+		call   func() error
+		want   pd.Code
+	}{
+		{"UnauthorizedText", [3]string{"401", "text/plain", "unauthorized"}, listColumns, pd.ErrInvalidToken},
+		{"ForbiddenEmpty", [3]string{"403", "", ""}, listColumns, pd.ErrPermissionDenied},
+		{"NotFoundEmpty", [3]string{"404", "", ""}, listColumns, pd.ErrRouteNotFound},
+		{"NotFoundEmptyRecord", [3]string{"404", "", ""}, getRecord, pd.ErrRecordNotFound},
+		{"NotFoundEmptyTables", [3]string{"404", "", ""}, listTables, pd.ErrInvalidToken}, // as the specification says
+		{"TooLargeHTML", [3]string{"413", "text/html", "<html>too large</html>"}, listColumns, pd.ErrPayloadTooLarge},
+		{"UnavailableHTML", [3]string{"503", "text/html", "<html>maintenance</html>"}, listColumns, pd.ErrServerBusy},
+		{"BadGatewayHTML", [3]string{"502", "text/html", "<html>bad gateway</html>"}, listColumns, pd.ErrInternal},
+		{"ServerErrorSaysOK", [3]string{"500", "application/json", `{"ok":true,"data":{"table":"t","columns":[]}}`}, listColumns, pd.ErrInternal},
+		{"NotFoundSaysOK", [3]string{"404", "application/json", `{"ok":true,"data":{"table":"t","columns":[]}}`}, listColumns, pd.ErrRouteNotFound},
+		{"OKWithoutError", [3]string{"200", "application/json", `{"ok":false}`}, listColumns, pd.ErrInternal},
+		{"OKNotJSON", [3]string{"200", "text/html", "<html>login</html>"}, listColumns, pd.ErrInternal},
+		{"EnvelopeCode", [3]string{"429", "application/json", `{"ok":false,"data":null,"error":{"code":"rate_limited","message":"slow down"}}`}, listColumns, "rate_limited"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			answer.Store(tc.answer)
+			err := tc.call()
+			is.True(err != nil)
+			is.Equal(pd.ErrorCode(err), tc.want)
+		})
+	}
+}
