@@ -51,7 +51,8 @@ import (
 // Options configures a Client. A nil *Options, and the zero value of every
 // field, means the default.
 type Options struct {
-	// HTTPClient sends the requests. Zero: http.DefaultClient.
+	// HTTPClient sends the requests: a copy of it that follows no
+	// redirect (see New). Zero: http.DefaultClient.
 	HTTPClient *http.Client
 	// MaxRetries is how many times a write is sent again after a network
 	// error or a 503 answer. Zero: 3; negative: never.
@@ -84,14 +85,22 @@ type Client struct {
 // New returns a client of the server at baseURL (such as
 // "http://127.0.0.1:8080", including the prefix the API is mounted under,
 // if any) using token for every request.
+//
+// The client follows no redirect: net/http would send a POST, PATCH or
+// DELETE that meets a 301, 302 or 303 again as a GET without its body, and
+// a write would seem to succeed that never happened. A redirect is an
+// error naming its Location; give New the URL it points to.
 func New(baseURL, token string, opts *Options) *Client {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = http.DefaultClient
+	hc := http.Client{}
+	if o.HTTPClient != nil {
+		hc = *o.HTTPClient // a copy: the caller's client keeps its own policy
 	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	o.HTTPClient = &hc
 	switch {
 	case o.MaxRetries == 0:
 		o.MaxRetries = 3
@@ -307,6 +316,8 @@ func decodeEnvelope(res *http.Response, data []byte, req request, out any) error
 	err := json.Unmarshal(data, &env)
 	success := res.StatusCode >= 200 && res.StatusCode < 300
 	switch {
+	case res.StatusCode >= 300 && res.StatusCode < 400:
+		return errors.Errorf("projectdata client: %s %s: the server answered %s, a redirect to %q, which the client does not follow (see New)", req.method, req.path, res.Status, res.Header.Get("Location"))
 	case err == nil && !env.OK && env.Error != nil && env.Error.Code != "":
 		return &pd.Error{Code: env.Error.Code, Message: env.Error.Message}
 	case !success:

@@ -235,3 +235,40 @@ func TestAnswersWithoutEnvelope(t *testing.T) {
 		})
 	}
 }
+
+// TestRedirectsAreNotFollowed: a write that meets a redirect is an error,
+// not a GET of the place it points to taken for the write's success.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	s, admin := pdtest.NewProject(t, nil)
+	target := httptest.NewServer(httpapi.New(s, nil))
+	defer target.Close()
+	direct := client.New(target.URL, admin, nil)
+	_, _, err := direct.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = direct.Insert(ctx, "acme", "t", []pd.Row{{"v": "kept"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			is := is.New(t)
+			redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, target.URL+r.URL.RequestURI(), status)
+			}))
+			defer redirector.Close()
+			hc := &http.Client{}
+			c := client.New(redirector.URL, admin, &client.Options{HTTPClient: hc})
+			_, err := c.Insert(ctx, "acme", "t", []pd.Row{{"v": "x"}})
+			is.True(err != nil)
+			is.True(strings.Contains(err.Error(), target.URL)) // names where it points
+			_, err = c.DeleteRecord(ctx, "acme", "t", 1)
+			is.True(err != nil)
+			list, err := direct.ListRecords(ctx, "acme", "t", pd.ListOptions{})
+			is.NoErr(err)
+			is.Equal(list.Rows, []pd.Row{{"id": int64(1), "v": "kept"}}) // nothing written
+			is.True(hc.CheckRedirect == nil)                             // the caller's client is not changed
+		})
+	}
+}
