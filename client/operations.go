@@ -203,7 +203,7 @@ func (c *Client) Insert(ctx context.Context, slug, table string, rows []pd.Row) 
 func (c *Client) ListRecords(ctx context.Context, slug, table string, opts pd.ListOptions) (pd.RecordList, error) {
 	q := url.Values{}
 	if len(opts.Where) > 0 {
-		w, err := json.Marshal(opts.Where)
+		w, err := encodeJSON(opts.Where)
 		if err != nil {
 			return pd.RecordList{}, &pd.Error{Code: pd.ErrInvalidWhere, Message: "encode where: " + err.Error()}
 		}
