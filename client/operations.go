@@ -332,7 +332,7 @@ func (c *Client) DropIndex(ctx context.Context, slug, table, index string) (stri
 }
 
 // plainRows turns the exact numbers of decoded rows into the Store's Go
-// types: int64 for integers, float64 otherwise.
+// types (see plain).
 func plainRows(rows []pd.Row) {
 	for _, r := range rows {
 		for k, v := range r {
@@ -341,6 +341,11 @@ func plainRows(rows []pd.Row) {
 	}
 }
 
+// plain turns a decoded JSON number into the Store's Go type: int64 for an
+// integer written as one (2), float64 for a number written with a
+// fraction or an exponent (2.0, 2e0: a REAL value, which the Store returns
+// as float64 even when integral; Int64 parses only the digits of an
+// integer) or too large for an int64.
 func plain(v any) any {
 	n, ok := v.(json.Number)
 	if !ok {

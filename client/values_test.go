@@ -1,12 +1,16 @@
 package client_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
 
 	pd "github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/client"
 )
 
 // TestTextIsSentAsIs: <, > and & travel as themselves, not as 6-byte
@@ -28,4 +32,19 @@ func TestTextIsSentAsIs(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(row["v"], big)
 	}
+}
+
+// TestNumbersKeepTheirType: a number written with a fraction or an
+// exponent (a REAL value, 2.0) comes back as float64, as from the Store,
+// and only an integer written as one as int64.
+func TestNumbersKeepTheirType(t *testing.T) {
+	is := is.New(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true,"data":{"table":"t","row":{"id":1,"real":2.0,"exp":1e3,"EXP":2E0,"half":0.5,"huge":18446744073709551616,"text":"2.0"}}}`)
+	}))
+	defer srv.Close()
+	row, err := client.New(srv.URL, "pat_x", nil).GetRecord(ctx, "acme", "t", 1)
+	is.NoErr(err)
+	is.Equal(row, pd.Row{"id": int64(1), "real": 2.0, "exp": 1000.0, "EXP": 2.0, "half": 0.5, "huge": 18446744073709551616.0, "text": "2.0"})
 }
