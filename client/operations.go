@@ -154,10 +154,8 @@ func (c *Client) GetColumn(ctx context.Context, slug, table, column string) (pd.
 
 // AddColumn adds a column to the table.
 func (c *Client) AddColumn(ctx context.Context, slug, table string, def pd.ColumnDef) (pd.Column, error) {
-	body := columnBody(def)
-	delete(body, "is_primary")
 	var out columnAnswer
-	err := c.do(ctx, request{method: "POST", path: project(slug, "column", seg(table)), body: body, idempotent: true}, &out)
+	err := c.do(ctx, request{method: "POST", path: project(slug, "column", seg(table)), body: columnBody(def), idempotent: true}, &out)
 	return out.Column, err
 }
 

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -47,4 +48,23 @@ func TestNumbersKeepTheirType(t *testing.T) {
 	row, err := client.New(srv.URL, "pat_x", nil).GetRecord(ctx, "acme", "t", 1)
 	is.NoErr(err)
 	is.Equal(row, pd.Row{"id": int64(1), "real": 2.0, "exp": 1000.0, "EXP": 2.0, "half": 0.5, "huge": 18446744073709551616.0, "text": "2.0"})
+}
+
+// TestAddPrimaryColumn: a primary key column cannot be added, over HTTP as
+// in process (is_primary travels as given).
+func TestAddPrimaryColumn(t *testing.T) {
+	is := is.New(t)
+	direct, remote, _ := pair(t, nil)
+	var errs []error
+	for _, a := range []API{direct, remote} {
+		_, _, err := a.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}})
+		is.NoErr(err)
+		_, err = a.AddColumn(ctx, "acme", "t", pd.ColumnDef{Name: "k", Primary: true})
+		is.True(errors.Is(err, pd.ErrUnsupportedColumnChange))
+		errs = append(errs, err)
+		_, cols, err := a.ListColumns(ctx, "acme", "t")
+		is.NoErr(err)
+		is.Equal(len(cols), 2) // id and v: nothing added
+	}
+	is.Equal(errs[1].Error(), errs[0].Error())
 }
