@@ -35,9 +35,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -408,14 +410,53 @@ func project(slug string, parts ...string) string {
 	return p
 }
 
-// idString is a record id as a path segment.
-func idString(id any) string {
-	switch v := id.(type) {
-	case string:
-		return v
-	case json.Number:
-		return v.String()
-	default:
-		return fmt.Sprint(v)
+// recordPath is the path of the row of table whose primary key is id:
+// the key's string form, which the Store reads as it reads id (GetRecord
+// takes 5 or "5"). An id that no path carries is ErrRecordNotFound, as the
+// Store answers it, without a request: nil (NULL is no key), a
+// non-finite number, a value of no scalar kind (a slice, a map, a
+// struct), and "" (a path has no empty segment: a row whose key is the
+// empty string cannot be named over HTTP).
+func recordPath(slug, table string, id any) (string, error) {
+	s, ok := idString(id)
+	if !ok || s == "" {
+		shown := "of an unsupported kind"
+		switch {
+		case id == nil:
+			shown = "NULL"
+		case ok:
+			shown = `"" (the HTTP API has no path for an empty key)`
+		}
+		return "", &pd.Error{Code: pd.ErrRecordNotFound, Message: fmt.Sprintf("no record with id %s in table %q", shown, table)}
 	}
+	return project(slug, "records", seg(table), seg(s)), nil
+}
+
+// idString is the string form of a record id, as the Store converts the
+// id to a TEXT key; ok is false for an id of no scalar kind.
+func idString(id any) (s string, ok bool) {
+	switch v := id.(type) {
+	case nil:
+		return "", false
+	case json.Number:
+		return v.String(), true
+	case time.Time:
+		return v.UTC().Format(time.RFC3339Nano), true
+	}
+	v := reflect.ValueOf(id)
+	switch v.Kind() {
+	case reflect.String:
+		return v.String(), true
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool()), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return strconv.FormatUint(v.Uint(), 10), true
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return strconv.FormatFloat(f, 'g', -1, 64), true
+		}
+	}
+	return "", false
 }

@@ -247,8 +247,12 @@ func (c *Client) GetRecord(ctx context.Context, slug, table string, id any) (pd.
 // FindRecord returns the row with primary key id and the table's stored
 // name.
 func (c *Client) FindRecord(ctx context.Context, slug, table string, id any) (pd.Record, error) {
+	path, err := recordPath(slug, table, id)
+	if err != nil {
+		return pd.Record{}, err
+	}
 	var out pd.Record
-	err := c.do(ctx, request{method: "GET", path: project(slug, "records", seg(table), seg(idString(id))), notFound: pd.ErrRecordNotFound}, &out)
+	err = c.do(ctx, request{method: "GET", path: path, notFound: pd.ErrRecordNotFound}, &out)
 	plainRows([]pd.Row{out.Row})
 	return out, err
 }
@@ -256,16 +260,24 @@ func (c *Client) FindRecord(ctx context.Context, slug, table string, id any) (pd
 // UpdateRecord changes columns of the row with primary key id and returns
 // the row as stored.
 func (c *Client) UpdateRecord(ctx context.Context, slug, table string, id any, data pd.Row) (pd.Row, error) {
+	path, err := recordPath(slug, table, id)
+	if err != nil {
+		return nil, err
+	}
 	var out pd.Record
-	err := c.do(ctx, request{method: "PATCH", path: project(slug, "records", seg(table), seg(idString(id))), body: data, idempotent: true, notFound: pd.ErrRecordNotFound}, &out)
+	err = c.do(ctx, request{method: "PATCH", path: path, body: data, idempotent: true, notFound: pd.ErrRecordNotFound}, &out)
 	plainRows([]pd.Row{out.Row})
 	return out.Row, err
 }
 
 // DeleteRecord deletes the row with primary key id.
 func (c *Client) DeleteRecord(ctx context.Context, slug, table string, id any) (pd.DeleteResult, error) {
+	path, err := recordPath(slug, table, id)
+	if err != nil {
+		return pd.DeleteResult{}, err
+	}
 	var out pd.DeleteResult
-	err := c.do(ctx, request{method: "DELETE", path: project(slug, "records", seg(table), seg(idString(id))), idempotent: true, notFound: pd.ErrRecordNotFound}, &out)
+	err = c.do(ctx, request{method: "DELETE", path: path, idempotent: true, notFound: pd.ErrRecordNotFound}, &out)
 	return out, err
 }
 

@@ -1,12 +1,16 @@
 package client_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -67,4 +71,42 @@ func TestAddPrimaryColumn(t *testing.T) {
 		is.Equal(len(cols), 2) // id and v: nothing added
 	}
 	is.Equal(errs[1].Error(), errs[0].Error())
+}
+
+// TestRecordIDs: an id reaches the row the Store's id reaches, in its
+// string form; an id that no path carries (nil, "", a value of no scalar
+// kind) is record_not_found, as from the Store, and touches nothing.
+func TestRecordIDs(t *testing.T) {
+	type name string
+	direct, remote, _ := pair(t, nil)
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, a := range []API{direct, remote} {
+		_, _, err := a.CreateTable(ctx, "acme", pd.TableDef{Name: "s", Columns: []pd.ColumnDef{{Name: "k", Primary: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = a.Insert(ctx, "acme", "s", []pd.Row{{"k": "<nil>"}, {"k": "true"}, {"k": "[1]"}, {"k": "map[]"}, {"k": "{}"},
+			{"k": "2026-01-02T03:04:05Z"}, {"k": "1.100000023841858"}, {"k": "NaN"}, {"k": "x"}, {"k": "5"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []any{nil, "", []any{1}, pd.Row{}, struct{}{}, math.NaN(), // no path
+		true, when, float32(1.1), name("x"), int8(5), uint(5), json.Number("5"), "missing"} {
+		t.Run(fmt.Sprintf("%T(%v)", id, id), func(t *testing.T) {
+			is := is.New(t)
+			want, wantErr := direct.GetRecord(ctx, "acme", "s", id)
+			got, gotErr := remote.GetRecord(ctx, "acme", "s", id)
+			is.Equal(pd.ErrorCode(gotErr), pd.ErrorCode(wantErr))
+			is.Equal(got, want)
+			_, wantErr = direct.DeleteRecord(ctx, "acme", "s", id)
+			_, gotErr = remote.DeleteRecord(ctx, "acme", "s", id)
+			is.Equal(pd.ErrorCode(gotErr), pd.ErrorCode(wantErr))
+			wantList, err := direct.ListRecords(ctx, "acme", "s", pd.ListOptions{})
+			is.NoErr(err)
+			gotList, err := remote.ListRecords(ctx, "acme", "s", pd.ListOptions{})
+			is.NoErr(err)
+			is.Equal(gotList.Rows, wantList.Rows) // the same rows deleted
+		})
+	}
 }
