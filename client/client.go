@@ -17,14 +17,21 @@
 // Retry-After says) and when a retry finds the write's first attempt still
 // running (409 idempotency_key_in_flight), each with one Idempotency-Key so
 // that a write the server did apply is answered again rather than done
-// twice. That key is the one ctx carries
-// (projectdata.WithIdempotency), if any, so that a caller's own retries
-// are applied once too, as with the Store; an Idempotency's OnReplay is
-// called when the server answers Idempotent-Replayed: true, which after a
-// retry of the client's own may be the answer to its own first attempt
-// (HTTP cannot tell them apart). Its Fingerprint is not sent: the server
-// fingerprints the request's method, path and body. The change feed is an iterator (FollowChanges)
-// and export downloads stream to an io.Writer (DownloadExport).
+// twice. That key is the one ctx carries (projectdata.WithIdempotency), if
+// any, so that a caller's own retries are applied once too, as with the
+// Store; an Idempotency's OnReplay is called when the server answers
+// Idempotent-Replayed: true, which after a retry of the client's own may
+// be the answer to its own first attempt (HTTP cannot tell them apart).
+// Its Fingerprint is not sent: the server fingerprints the request's
+// method, path and body.
+//
+// The change feed is an iterator (FollowChanges) and export downloads
+// stream to an io.Writer (DownloadExport, in place of OpenExport). The
+// Store's methods that serve the server itself (Authenticate, Pin, Stats,
+// the Append*JSON encoders, DecodeRows, RefuseIdempotent), manage its
+// projects (CreateProject, ListProjects, RestoreProject) or its lifetime
+// (Close, Closed) have no counterpart here, nor has LastChangeID: no route
+// answers it.
 package client
 
 import (
@@ -122,7 +129,8 @@ func New(baseURL, token string, opts *Options) *Client {
 type request struct {
 	method, path string
 	query        url.Values
-	body         any     // encoded as JSON; nil: no body
+	body         any     // encoded as JSON; nil: rawBody
+	rawBody      []byte  // sent as is; nil: no body
 	idempotent   bool    // a write whose answer the server stores under an Idempotency-Key: retried under one key
 	sendKey      bool    // not idempotent, but sends ctx's key (token creation: the server refuses it as the Store does)
 	stream       bool    // the 200 answer is a stream, read by the caller (see send)
@@ -172,7 +180,7 @@ func closeBody(body io.ReadCloser) {
 // the request, sent before, found its first attempt still running (409
 // idempotency_key_in_flight).
 func (c *Client) send(ctx context.Context, req request) (*http.Response, []byte, error) {
-	var body []byte
+	body := req.rawBody
 	if req.body != nil {
 		var err error
 		if body, err = encodeJSON(req.body); err != nil {

@@ -30,6 +30,7 @@ type API interface {
 	ListTokens(ctx context.Context, slug string) ([]pd.Token, error)
 	RevokeToken(ctx context.Context, slug string, id int64) (pd.Token, error)
 	ListTables(ctx context.Context, slug string) ([]pd.Table, error)
+	GetTable(ctx context.Context, slug, table string) (pd.Table, error)
 	CreateTable(ctx context.Context, slug string, def pd.TableDef) (pd.Table, []pd.Column, error)
 	UpdateTable(ctx context.Context, slug, table string, upd pd.TableUpdate) (pd.Table, error)
 	DeleteTable(ctx context.Context, slug, table string) (string, error)
@@ -38,10 +39,12 @@ type API interface {
 	AddColumn(ctx context.Context, slug, table string, def pd.ColumnDef) (pd.Column, error)
 	UpdateColumn(ctx context.Context, slug, table, column string, upd pd.ColumnUpdate) (pd.Column, error)
 	Insert(ctx context.Context, slug, table string, rows []pd.Row) (pd.InsertResult, error)
+	InsertJSON(ctx context.Context, slug, table string, r io.Reader) (pd.InsertResult, error)
 	ListRecords(ctx context.Context, slug, table string, opts pd.ListOptions) (pd.RecordList, error)
 	GetRecord(ctx context.Context, slug, table string, id any) (pd.Row, error)
 	FindRecord(ctx context.Context, slug, table string, id any) (pd.Record, error)
 	UpdateRecord(ctx context.Context, slug, table string, id any, data pd.Row) (pd.Row, error)
+	UpdateFoundRecord(ctx context.Context, slug, table string, id any, data pd.Row) (pd.Record, error)
 	DeleteRecord(ctx context.Context, slug, table string, id any) (pd.DeleteResult, error)
 	UpdateRecords(ctx context.Context, slug, table string, upd pd.BulkUpdate) (pd.BulkResult, error)
 	DeleteRecords(ctx context.Context, slug, table string, del pd.BulkDelete) (pd.BulkResult, error)
@@ -124,6 +127,18 @@ var scenarios = []struct {
 	}},
 	{"insert without a required column", func(a API) (any, error) { return a.Insert(ctx, "acme", "orders", []pd.Row{{"qty": 1}}) }},
 	{"insert into a missing table", func(a API) (any, error) { return a.Insert(ctx, "acme", "nope", []pd.Row{{"a": 1}}) }},
+	{"insert json", func(a API) (any, error) {
+		return a.InsertJSON(ctx, "acme", "orders", strings.NewReader(`[{"item":"kiwi","qty":2,"price":1.5},{"item":"lime","sku":"L<1>"}]`))
+	}},
+	{"insert json of one row", func(a API) (any, error) {
+		return a.InsertJSON(ctx, "acme", "orders", strings.NewReader(`{"item":"plum"}`))
+	}},
+	{"insert json that is cut", func(a API) (any, error) {
+		return a.InsertJSON(ctx, "acme", "orders", strings.NewReader(`[{"item":`))
+	}},
+	{"get table", func(a API) (any, error) { return a.GetTable(ctx, "acme", "ORDERS") }},
+	{"get table by id", func(a API) (any, error) { return a.GetTable(ctx, "acme", "1") }},
+	{"get a missing table", func(a API) (any, error) { return a.GetTable(ctx, "acme", "nope") }},
 	{"list with where, order and columns", func(a API) (any, error) {
 		return a.ListRecords(ctx, "acme", "orders", pd.ListOptions{Where: pd.Where{{Column: "qty", Op: pd.WhereGe, Value: 2}}, Order: "-qty", Columns: []string{"id", "item", "qty"}, Count: "exact"})
 	}},
@@ -133,7 +148,7 @@ var scenarios = []struct {
 			return nil, err
 		}
 		next, err := a.ListRecords(ctx, "acme", "orders", pd.ListOptions{Limit: 2, Order: "item", After: first.NextCursor})
-		first.NextCursor = "" // sealed with each Store's own key
+		first.NextCursor, next.NextCursor = "", "" // sealed with each Store's own key
 		return []any{first, next}, err
 	}},
 	{"rows page by page", func(a API) (any, error) {
@@ -163,6 +178,12 @@ var scenarios = []struct {
 	{"get a missing record", func(a API) (any, error) { return a.GetRecord(ctx, "acme", "orders", 99) }},
 	{"update record", func(a API) (any, error) {
 		return a.UpdateRecord(ctx, "acme", "orders", 2, pd.Row{"qty": 7, "price": 1.25})
+	}},
+	{"update found record", func(a API) (any, error) {
+		return a.UpdateFoundRecord(ctx, "acme", "ORDERS", "1", pd.Row{"qty": 4})
+	}},
+	{"update a missing record", func(a API) (any, error) {
+		return a.UpdateFoundRecord(ctx, "acme", "orders", 99, pd.Row{"qty": 4})
 	}},
 	{"update records", func(a API) (any, error) {
 		return a.UpdateRecords(ctx, "acme", "orders", pd.BulkUpdate{Data: pd.Row{"price": 9.5}, Where: pd.Where{{Column: "item", Op: pd.WhereEq, Value: "fig"}}})

@@ -3,11 +3,15 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"iter"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pkg/errors"
 
 	pd "github.com/projectdata/projectdata"
 )
@@ -77,6 +81,26 @@ func (c *Client) ListTables(ctx context.Context, slug string) ([]pd.Table, error
 	// without an envelope here.
 	err := c.do(ctx, request{method: "GET", path: project(slug, "table"), notFound: pd.ErrInvalidToken}, &out)
 	return out.Tables, err
+}
+
+// GetTable returns a table by numeric id or name. No route answers one
+// table: the table's columns are read first, which names it as the Store
+// does (with the Store's errors), then the project's tables.
+func (c *Client) GetTable(ctx context.Context, slug, table string) (pd.Table, error) {
+	name, _, err := c.ListColumns(ctx, slug, table)
+	if err != nil {
+		return pd.Table{}, err
+	}
+	tables, err := c.ListTables(ctx, slug)
+	if err != nil {
+		return pd.Table{}, err
+	}
+	for _, t := range tables {
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	return pd.Table{}, &pd.Error{Code: pd.ErrTableNotFound, Message: fmt.Sprintf("table %q was deleted while it was read", name)}
 }
 
 // columnBody is a column definition as the API takes it.
@@ -188,8 +212,25 @@ func (c *Client) Insert(ctx context.Context, slug, table string, rows []pd.Row) 
 	if rows == nil {
 		rows = []pd.Row{}
 	}
+	return c.insert(ctx, request{body: rows}, slug, table)
+}
+
+// InsertJSON inserts the rows of an insert body read from r: one JSON row
+// object or an array of them, sent as read. r is read whole first (a
+// retry sends it again).
+func (c *Client) InsertJSON(ctx context.Context, slug, table string, r io.Reader) (pd.InsertResult, error) {
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return pd.InsertResult{}, errors.Wrap(err, "projectdata client: read the insert body")
+	}
+	return c.insert(ctx, request{rawBody: body}, slug, table)
+}
+
+// insert sends req, with its body set, as an insert into the table.
+func (c *Client) insert(ctx context.Context, req request, slug, table string) (pd.InsertResult, error) {
+	req.method, req.path, req.idempotent = "POST", project(slug, "records", seg(table)), true
 	var out pd.InsertResult
-	err := c.do(ctx, request{method: "POST", path: project(slug, "records", seg(table)), body: rows, idempotent: true}, &out)
+	err := c.do(ctx, req, &out)
 	for i, id := range out.InsertedIDs {
 		out.InsertedIDs[i] = plain(id)
 	}
@@ -260,14 +301,21 @@ func (c *Client) FindRecord(ctx context.Context, slug, table string, id any) (pd
 // UpdateRecord changes columns of the row with primary key id and returns
 // the row as stored.
 func (c *Client) UpdateRecord(ctx context.Context, slug, table string, id any, data pd.Row) (pd.Row, error) {
+	rec, err := c.UpdateFoundRecord(ctx, slug, table, id, data)
+	return rec.Row, err
+}
+
+// UpdateFoundRecord is UpdateRecord that also returns the table's name as
+// stored.
+func (c *Client) UpdateFoundRecord(ctx context.Context, slug, table string, id any, data pd.Row) (pd.Record, error) {
 	path, err := recordPath(slug, table, id)
 	if err != nil {
-		return nil, err
+		return pd.Record{}, err
 	}
 	var out pd.Record
 	err = c.do(ctx, request{method: "PATCH", path: path, body: data, idempotent: true, notFound: pd.ErrRecordNotFound}, &out)
 	plainRows([]pd.Row{out.Row})
-	return out.Row, err
+	return out, err
 }
 
 // DeleteRecord deletes the row with primary key id.
