@@ -25,8 +25,10 @@
 // Its Fingerprint is not sent: the server fingerprints the request's
 // method, path and body.
 //
-// The change feed is an iterator (FollowChanges) and export downloads
-// stream to an io.Writer (DownloadExport, in place of OpenExport). The
+// The change feed is an iterator (FollowChanges) that, like the Store's,
+// lasts until ctx ends: a stream that ends or breaks is opened again
+// where it stopped. Export downloads stream to an io.Writer
+// (DownloadExport, in place of OpenExport). The
 // Store's methods that serve the server itself (Authenticate, Pin, Stats,
 // the Append*JSON encoders, DecodeRows, RefuseIdempotent), manage its
 // projects (CreateProject, ListProjects, RestoreProject) or its lifetime
@@ -135,6 +137,7 @@ type request struct {
 	sendKey      bool    // not idempotent, but sends ctx's key (token creation: the server refuses it as the Store does)
 	stream       bool    // the 200 answer is a stream, read by the caller (see send)
 	accept       string  // the Accept header, if any
+	lastEventID  string  // the Last-Event-ID header, if any
 	notFound     pd.Code // the code of a 404 answer without an envelope; "": route_not_found
 }
 
@@ -142,10 +145,13 @@ type request struct {
 type envelope struct {
 	OK    bool            `json:"ok"`
 	Data  json.RawMessage `json:"data"`
-	Error *struct {
-		Code    pd.Code `json:"code"`
-		Message string  `json:"message"`
-	} `json:"error"`
+	Error *errorBody      `json:"error"`
+}
+
+// errorBody is an error as the server writes it.
+type errorBody struct {
+	Code    pd.Code `json:"code"`
+	Message string  `json:"message"`
 }
 
 // do sends req and decodes the envelope's data into out (when not nil).
@@ -215,7 +221,7 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, []byte,
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { written.Add(1) }})
 	for attempt := 0; ; attempt++ {
 		res, data, err := c.attempt(ctx, req, u, body, key)
-		wait := time.Duration(0)
+		retryAfter := ""
 		switch {
 		case err != nil && (ctx.Err() != nil || errors.Is(err, ErrResponseTooLarge)):
 			return nil, nil, err
@@ -224,7 +230,7 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, []byte,
 				return nil, nil, err
 			}
 		case attempt < retries && res.StatusCode == http.StatusServiceUnavailable:
-			wait = retryAfter(res.Header.Get("Retry-After"), c.opts.MaxRetryWait)
+			retryAfter = res.Header.Get("Retry-After")
 		case attempt < retries && written.Load() > 1 && res.StatusCode == http.StatusConflict && errorCode(data) == pd.ErrIdempotencyKeyInFlight:
 		default:
 			if keyed && idem.OnReplay != nil && res.Header.Get("Idempotent-Replayed") == "true" {
@@ -232,16 +238,28 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, []byte,
 			}
 			return res, data, nil
 		}
-		if wait == 0 {
-			wait = time.Duration(attempt+1) * 100 * time.Millisecond
-		}
-		t := time.NewTimer(min(wait, c.opts.MaxRetryWait))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !c.pause(ctx, attempt, retryAfter) {
 			return nil, nil, ctx.Err()
-		case <-t.C:
 		}
+	}
+}
+
+// pause waits before the try after the failed try n (from 0): as long as
+// retryAfter (a Retry-After header) says, if it says more than 0, else
+// 100 ms more for each try so far; at most Options.MaxRetryWait. It
+// returns false if ctx ends first.
+func (c *Client) pause(ctx context.Context, n int, retryAfter string) bool {
+	wait := retryAfterWait(retryAfter, c.opts.MaxRetryWait)
+	if wait == 0 {
+		wait = time.Duration(n+1) * 100 * time.Millisecond
+	}
+	t := time.NewTimer(min(wait, c.opts.MaxRetryWait))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -257,6 +275,9 @@ func (c *Client) attempt(ctx context.Context, req request, u string, body []byte
 	}
 	if req.accept != "" {
 		hr.Header.Set("Accept", req.accept)
+	}
+	if req.lastEventID != "" {
+		hr.Header.Set("Last-Event-ID", req.lastEventID)
 	}
 	if c.token != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.token)
@@ -312,9 +333,9 @@ func errorCode(data []byte) pd.Code {
 	return env.Error.Code
 }
 
-// retryAfter reads a Retry-After header in seconds (an HTTP date is taken
-// as the cap).
-func retryAfter(v string, limit time.Duration) time.Duration {
+// retryAfterWait reads a Retry-After header in seconds or as an HTTP
+// date, at most limit (anything else is limit); 0 when v is empty.
+func retryAfterWait(v string, limit time.Duration) time.Duration {
 	if v == "" {
 		return 0
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/pkg/errors"
 
 	pd "github.com/projectdata/projectdata"
 )
@@ -101,11 +104,10 @@ func (ch change) change() pd.Change {
 	return pd.Change{ID: ch.ID, Table: ch.Table, Op: ch.Op, Key: plain(ch.Key), Row: ch.Row, At: ch.At.Time}
 }
 
-func changeValues(q pd.ChangeQuery, after bool) url.Values {
+// changeValues are the query parameters of q.
+func changeValues(q pd.ChangeQuery) url.Values {
 	v := url.Values{}
-	if after {
-		v.Set("after", strconv.FormatInt(q.After, 10))
-	}
+	v.Set("after", strconv.FormatInt(q.After, 10))
 	if len(q.Tables) > 0 {
 		v.Set("tables", strings.Join(q.Tables, ","))
 	}
@@ -121,7 +123,7 @@ func (c *Client) ListChanges(ctx context.Context, slug string, q pd.ChangeQuery)
 		Changes   []change `json:"changes"`
 		NextAfter int64    `json:"next_after"`
 	}
-	err := c.do(ctx, request{method: "GET", path: project(slug, "changes"), query: changeValues(q, true)}, &out)
+	err := c.do(ctx, request{method: "GET", path: project(slug, "changes"), query: changeValues(q)}, &out)
 	page := pd.ChangePage{NextAfter: out.NextAfter, Changes: make([]pd.Change, len(out.Changes))}
 	for i, ch := range out.Changes {
 		page.Changes[i] = ch.change()
@@ -129,76 +131,166 @@ func (c *Client) ListChanges(ctx context.Context, slug string, q pd.ChangeQuery)
 	return page, err
 }
 
-// FollowChanges yields the changes after q.After, then each new one as it
-// is committed, from the server's event stream, until ctx is done (which
-// ends the iteration without an error) or the stream fails (the error is
-// yielded last).
+// FollowChanges yields the changes after q.After (of q.Tables, if given),
+// then each new one as it is committed, from the server's event stream,
+// until ctx is done, which ends the iteration without an error, as the
+// Store's does. q.Limit is ignored.
+//
+// A stream that ends or fails (the server closes its streams on shutdown,
+// a proxy or the network drops them) is opened again, with Last-Event-ID
+// the last change yielded, so that each change is yielded once: after a
+// wait that grows with the failures in a row, as long as Retry-After says
+// on a 503, at most Options.MaxRetryWait. An error that opening it again
+// cannot mend ends the iteration, as the last pair: ErrChangesExpired
+// (the resume point is older than the server keeps), ErrInvalidToken,
+// ErrPermissionDenied, ErrProjectNotFound and the other answers to the
+// request itself, ErrResponseTooLarge for a change longer than
+// Options.MaxResponseBytes, or a change that cannot be decoded.
 func (c *Client) FollowChanges(ctx context.Context, slug string, q pd.ChangeQuery) iter.Seq2[pd.Change, error] {
 	return func(yield func(pd.Change, error) bool) {
-		req := request{method: "GET", path: project(slug, "changes", "stream"), query: changeValues(q, true), stream: true, accept: "text/event-stream"}
-		res, answer, err := c.send(ctx, req)
-		if err != nil {
-			if ctx.Err() == nil {
-				yield(pd.Change{}, err)
-			}
-			return
-		}
-		if res.StatusCode != http.StatusOK {
-			yield(pd.Change{}, decodeEnvelope(res, answer, req, nil))
-			return
-		}
-		defer res.Body.Close()
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		var event, data string
-		for sc.Scan() {
-			line := sc.Text()
+		req := request{method: "GET", path: project(slug, "changes", "stream"), query: changeValues(pd.ChangeQuery{After: q.After, Tables: q.Tables}),
+			stream: true, accept: "text/event-stream"}
+		last := q.After // the id of the last change yielded
+		for failures := 0; ; failures++ {
+			res, data, err := c.send(ctx, req)
+			retryAfter := ""
 			switch {
-			case strings.HasPrefix(line, "event:"):
-				event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-			case strings.HasPrefix(line, "data:"):
-				data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
-			case line == "" && data != "":
-				if !c.yieldEvent(event, data, yield) {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				// The network: open it again.
+			case res.StatusCode == http.StatusOK:
+				failures = 0
+				stop := c.readEvents(res.Body, &last, yield) // or it ended, cleanly or not: open it again
+				res.Body.Close()
+				if stop || ctx.Err() != nil {
 					return
 				}
-				event, data = "", ""
+			default:
+				err = decodeEnvelope(res, data, req, nil)
+				if !reopens(err) {
+					yield(pd.Change{}, err)
+					return
+				}
+				retryAfter = res.Header.Get("Retry-After")
+			}
+			req.lastEventID = strconv.FormatInt(last, 10)
+			if !c.pause(ctx, failures, retryAfter) {
+				return
 			}
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		err = sc.Err()
-		if err == nil {
-			err = io.ErrUnexpectedEOF
-		}
-		yield(pd.Change{}, fmt.Errorf("projectdata client: change stream of %s ended: %w", slug, err))
 	}
 }
 
-// yieldEvent yields one event of the change stream; an "error" event is
-// yielded as the error it carries, and ends the stream.
-func (c *Client) yieldEvent(event, data string, yield func(pd.Change, error) bool) bool {
-	if event == "error" {
-		var e struct {
-			Code    pd.Code `json:"code"`
-			Message string  `json:"message"`
-		}
-		json.Unmarshal([]byte(data), &e)
-		if e.Code == "" {
-			e.Code = pd.ErrInternal
-		}
-		yield(pd.Change{}, &pd.Error{Code: e.Code, Message: e.Message})
-		return false
+// reopens reports whether a change stream refused with err is opened
+// again: the server failed or is busy, rather than answering the request.
+func reopens(err error) bool {
+	switch pd.ErrorCode(err) {
+	case pd.ErrServerBusy, pd.ErrStoreClosed, pd.ErrInternal:
+		return true
 	}
+	return false
+}
+
+// readEvents yields the changes of one event stream whose id is after
+// *last, moving *last on, until the stream ends or fails. It returns true
+// when the iteration is over: yield stopped it, or it yielded an error
+// that opening the stream again cannot mend. An event's lines are read
+// whole, whatever their length, within Options.MaxResponseBytes: the
+// server writes a change as one line of JSON, HTML-escaped (a row of
+// 3 MiB of < is an 18 MiB line).
+func (c *Client) readEvents(body io.Reader, last *int64, yield func(pd.Change, error) bool) (stop bool) {
+	br := bufio.NewReaderSize(body, 64<<10)
+	var event string
+	var data []byte
+	for {
+		line, err := readLine(br, c.opts.MaxResponseBytes-int64(len(data)))
+		switch {
+		case errors.Is(err, ErrResponseTooLarge):
+			yield(pd.Change{}, errors.Wrap(err, "projectdata client: a change event of the stream"))
+			return true
+		case err != nil:
+			return false
+		case len(line) == 0 && len(data) > 0 && event == "error": // the server's stream failed
+			err := eventError(data)
+			if reopens(err) {
+				return false
+			}
+			yield(pd.Change{}, err)
+			return true
+		case len(line) == 0 && len(data) > 0: // the end of a change's event
+			ch, err := decodeChange(data)
+			if err != nil {
+				yield(pd.Change{}, err)
+				return true
+			}
+			if ch.ID > *last {
+				*last = ch.ID
+				if !yield(ch, nil) {
+					return true
+				}
+			}
+			event, data = "", data[:0]
+		case len(line) == 0: // the end of an event without data
+			event = ""
+		case line[0] == ':': // a comment (": ping")
+		default:
+			field, value, _ := bytes.Cut(line, []byte(":"))
+			value = bytes.TrimPrefix(value, []byte(" "))
+			switch string(field) {
+			case "event":
+				event = string(value)
+			case "data":
+				if len(data) > 0 {
+					data = append(data, '\n')
+				}
+				data = append(data, value...)
+			}
+		}
+	}
+}
+
+// readLine reads a line of an event stream, without its end (\n or
+// \r\n), or fails with ErrResponseTooLarge past limit bytes. A line the
+// stream's end cuts is an error (io.ErrUnexpectedEOF).
+func readLine(br *bufio.Reader, limit int64) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := br.ReadSlice('\n')
+		if int64(len(line)+len(part)) > limit+2 { // the line's end is not counted
+			return nil, errors.Wrapf(ErrResponseTooLarge, "stopped after %d bytes", limit)
+		}
+		line = append(line, part...)
+		switch {
+		case err == bufio.ErrBufferFull:
+		case err == io.EOF && len(line) > 0:
+			return nil, io.ErrUnexpectedEOF
+		case err != nil:
+			return nil, err
+		default:
+			return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")), nil
+		}
+	}
+}
+
+// eventError is the error of an "error" event, which ends a stream.
+func eventError(data []byte) error {
+	var e errorBody
+	if json.Unmarshal(data, &e) != nil || e.Code == "" {
+		return &pd.Error{Code: pd.ErrInternal, Message: "the change stream ended with an error event without a code"}
+	}
+	return &pd.Error{Code: e.Code, Message: e.Message}
+}
+
+// decodeChange decodes the data of a change's event.
+func decodeChange(data []byte) (pd.Change, error) {
 	var ch change
-	d := json.NewDecoder(strings.NewReader(data))
+	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
 	if err := d.Decode(&ch); err != nil {
-		yield(pd.Change{}, &pd.Error{Code: pd.ErrInternal, Message: "decode a change: " + err.Error()})
-		return false
+		return pd.Change{}, errors.Wrap(err, "projectdata client: decode a change")
 	}
-	return yield(ch.change(), nil)
+	return ch.change(), nil
 }
 
 // Changes yields every change after the id after, then follows new ones,

@@ -1,0 +1,279 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	pd "github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/client"
+	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// streams serves h, ending each change stream after its first events, as
+// the server's shutdown or a proxy does. It records each stream's
+// Last-Event-ID; before, when set, runs as stream n (from 1) is asked for
+// and may answer it instead (returning false).
+type streams struct {
+	h      http.Handler
+	events int // per stream
+	before func(n int, w http.ResponseWriter) bool
+
+	mu      sync.Mutex
+	lastIDs []string
+}
+
+func (s *streams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasSuffix(r.URL.Path, "/changes/stream") {
+		s.h.ServeHTTP(w, r)
+		return
+	}
+	s.mu.Lock()
+	s.lastIDs = append(s.lastIDs, r.Header.Get("Last-Event-ID"))
+	n := len(s.lastIDs)
+	s.mu.Unlock()
+	if s.before != nil && !s.before(n, w) {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	s.h.ServeHTTP(&endingWriter{ResponseWriter: w, left: s.events, end: cancel}, r.WithContext(ctx))
+}
+
+// endingWriter passes on the first left events written to it, then ends
+// the stream (the handler's context) and drops the rest.
+type endingWriter struct {
+	http.ResponseWriter
+	left int
+	end  func()
+}
+
+func (w *endingWriter) Write(b []byte) (int, error) {
+	cut := 0
+	for w.left > 0 && cut < len(b) {
+		i := bytes.Index(b[cut:], []byte("\n\n"))
+		if i < 0 {
+			cut = len(b)
+			break
+		}
+		cut += i + 2
+		w.left--
+	}
+	if _, err := w.ResponseWriter.Write(b[:cut]); err != nil {
+		return 0, err
+	}
+	if w.left == 0 {
+		w.end()
+	}
+	return len(b), nil
+}
+
+func (w *endingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// feedServer is a project with table t, served through s, and an admin
+// client of it.
+func feedServer(t *testing.T, s *streams) (*pd.Store, string, *client.Client) {
+	store, dir := pdtest.Open(t, nil)
+	_, admin, err := store.CreateProject(ctx, "acme", "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.h = httpapi.New(store, nil)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	c := client.New(srv.URL, admin.Token, nil)
+	if _, _, err := c.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return store, dir, c
+}
+
+// follow collects the changes the feed yields until it has n or yields an
+// error (returned).
+func follow(t *testing.T, c *client.Client, q pd.ChangeQuery, n int) ([]int64, error) {
+	fctx, cancel := context.WithTimeout(ctx, time.Minute) // only against hanging
+	defer cancel()
+	var ids []int64
+	for ch, err := range c.FollowChanges(fctx, "acme", q) {
+		if err != nil {
+			return ids, err
+		}
+		if ids = append(ids, ch.ID); len(ids) == n {
+			break
+		}
+	}
+	return ids, fctx.Err()
+}
+
+// TestFeedReopensItsStream: a stream that ends is opened again after the
+// last change yielded (Last-Event-ID), through a 503, and yields each
+// change once.
+func TestFeedReopensItsStream(t *testing.T) {
+	is := is.New(t)
+	s := &streams{events: 2, before: func(n int, w http.ResponseWriter) bool {
+		if n != 2 {
+			return true
+		}
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"ok":false,"data":null,"error":{"code":"server_busy","message":"the server is shutting down"}}`)
+		return false
+	}}
+	_, _, c := feedServer(t, s)
+	for i := range 7 {
+		_, err := c.Insert(ctx, "acme", "t", []pd.Row{{"v": i}})
+		is.NoErr(err)
+	}
+	ids, err := follow(t, c, pd.ChangeQuery{}, 8)
+	is.NoErr(err)
+	is.Equal(ids, []int64{1, 2, 3, 4, 5, 6, 7, 8})        // the table's creation and 7 inserts, each once
+	is.Equal(s.lastIDs, []string{"", "2", "2", "4", "6"}) // reopened after the last change yielded, through the 503
+}
+
+// TestFeedStopsOnAnswers: an answer to the request itself ends the feed
+// with its error: the resume point expired (410), the token revoked (401).
+func TestFeedStopsOnAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		then func(t *testing.T, store *pd.Store, dir string)
+		want pd.Code
+	}{
+		{"Expired", func(t *testing.T, store *pd.Store, dir string) {
+			pdtest.Exec(t, pdtest.Raw(t, dir, "acme"), `DELETE FROM _pd_changes WHERE last_id < (SELECT max(last_id) FROM _pd_changes)`)
+		}, pd.ErrChangesExpired},
+		{"Revoked", func(t *testing.T, store *pd.Store, dir string) {
+			toks, err := store.ListTokens(ctx, "acme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tok := range toks {
+				if _, err := store.RevokeToken(ctx, "acme", tok.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, pd.ErrInvalidToken},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			var store *pd.Store
+			var dir string
+			s := &streams{events: 1}
+			s.before = func(n int, w http.ResponseWriter) bool {
+				if n == 2 {
+					tc.then(t, store, dir)
+				}
+				return true
+			}
+			store, dir, c := feedServer(t, s)
+			for i := range 3 {
+				_, err := c.Insert(ctx, "acme", "t", []pd.Row{{"v": i}})
+				is.NoErr(err)
+			}
+			ids, err := follow(t, c, pd.ChangeQuery{}, 4)
+			is.Equal(ids, []int64{1}) // the first stream's
+			is.True(errors.Is(err, tc.want))
+		})
+	}
+}
+
+// cutter is a TCP proxy to addr that cuts each connection after passing
+// on limit bytes of the server's answer: mid-event, mostly.
+func cutter(t *testing.T, addr string, limit int64) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			down, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", addr)
+			if err != nil {
+				down.Close()
+				continue
+			}
+			go func() { io.Copy(up, down); up.Close() }()
+			go func() { io.CopyN(down, up, limit); down.Close(); up.Close() }()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestFeedSurvivesCutStreams: streams cut mid-event are opened again and
+// yield every change once, the cut event included.
+func TestFeedSurvivesCutStreams(t *testing.T) {
+	is := is.New(t)
+	store, admin := pdtest.NewProject(t, nil)
+	srv := httptest.NewServer(httpapi.New(store, nil))
+	defer srv.Close()
+	c := client.New(srv.URL, admin, nil)
+	_, _, err := c.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}})
+	is.NoErr(err)
+	for i := range 20 {
+		_, err := c.Insert(ctx, "acme", "t", []pd.Row{{"v": strings.Repeat("x", i*10)}})
+		is.NoErr(err)
+	}
+	cut := client.New(cutter(t, srv.Listener.Addr().String(), 1000), admin, nil)
+	var want []int64
+	for id := range 21 {
+		want = append(want, int64(id+1))
+	}
+	ids, err := follow(t, cut, pd.ChangeQuery{}, 21)
+	is.NoErr(err)
+	is.Equal(ids, want)
+}
+
+// TestFeedYieldsLargeChanges: a change whose event is one line longer
+// than a line scanner's usual cap (3 MiB of <, HTML-escaped by the server
+// to 18 MiB) is yielded whole.
+func TestFeedYieldsLargeChanges(t *testing.T) {
+	is := is.New(t)
+	_, _, c := feedServer(t, &streams{events: 100})
+	big := strings.Repeat("<", 3<<20)
+	_, err := c.Insert(ctx, "acme", "t", []pd.Row{{"v": big}})
+	is.NoErr(err)
+	fctx, cancel := context.WithTimeout(ctx, time.Minute) // only against hanging
+	defer cancel()
+	for ch, err := range c.FollowChanges(fctx, "acme", pd.ChangeQuery{After: 1}) {
+		is.NoErr(err)
+		is.Equal(ch.Row["v"], big)
+		break
+	}
+}
+
+// TestFeedEndsWithItsContext: a feed waiting for changes ends, without an
+// error, when its context does.
+func TestFeedEndsWithItsContext(t *testing.T) {
+	is := is.New(t)
+	_, _, c := feedServer(t, &streams{events: 100})
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() {
+		var last error
+		for _, err := range c.FollowChanges(fctx, "acme", pd.ChangeQuery{After: 1}) {
+			last = err
+		}
+		done <- last
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		is.NoErr(err)
+	case <-time.After(time.Minute): // only against hanging
+		t.Fatal("the feed did not end")
+	}
+}
