@@ -201,6 +201,10 @@ var scenarios = []struct {
 		r.DurationMS = 0
 		return r, err
 	}},
+	{"query with both kinds of params", func(a API) (any, error) {
+		r, err := a.Query(ctx, "acme", pd.QueryRequest{SQL: "SELECT ? AS a", Args: []any{1}, Named: map[string]any{"x": 2}})
+		return r.Rows, err
+	}},
 	{"query that writes", func(a API) (any, error) { return a.Query(ctx, "acme", pd.QueryRequest{SQL: "DELETE FROM orders"}) }},
 	{"add column", func(a API) (any, error) {
 		return a.AddColumn(ctx, "acme", "orders", pd.ColumnDef{Name: "note", Default: "none"})

@@ -343,8 +343,13 @@ func (c *Client) DeleteRecords(ctx context.Context, slug, table string, del pd.B
 	return out, err
 }
 
-// Query runs one read-only SQL statement.
+// Query runs one read-only SQL statement. Args and Named both given are
+// refused before any request, with the Store's error: a body's params are
+// one or the other.
 func (c *Client) Query(ctx context.Context, slug string, req pd.QueryRequest) (pd.QueryResult, error) {
+	if len(req.Args) > 0 && len(req.Named) > 0 {
+		return pd.QueryResult{}, &pd.Error{Code: pd.ErrInvalidRequest, Message: "params are either positional or named, not both"}
+	}
 	body := map[string]any{"sql": req.SQL}
 	switch {
 	case req.Named != nil:
