@@ -12,12 +12,12 @@
 // ErrPayloadTooLarge, 503 ErrServerBusy, any other ErrInternal; an answer
 // is a success only with a 2xx status.
 //
-// Writes are retried, at most Options.MaxRetries times, on network errors
-// (an answer cut while it is read included), on 503 answers (waiting as
-// Retry-After says) and when a retry finds the write's first attempt still
-// running (409 idempotency_key_in_flight), each with one Idempotency-Key so
-// that a write the server did apply is answered again rather than done
-// twice. That key is the one ctx carries (projectdata.WithIdempotency), if
+// Reads and writes are retried, at most Options.MaxRetries times, on
+// network errors (an answer cut while it is read included) and on 503
+// answers (waiting as Retry-After says); a write also when a retry finds
+// its first attempt still running (409 idempotency_key_in_flight). A
+// write is retried under one Idempotency-Key, so that a write the server
+// did apply is answered again rather than done twice. That key is the one ctx carries (projectdata.WithIdempotency), if
 // any, so that a caller's own retries are applied once too, as with the
 // Store; an Idempotency's OnReplay is called when the server answers
 // Idempotent-Replayed: true, which after a retry of the client's own may
@@ -65,8 +65,10 @@ type Options struct {
 	// HTTPClient sends the requests: a copy of it that follows no
 	// redirect (see New). Zero: http.DefaultClient.
 	HTTPClient *http.Client
-	// MaxRetries is how many times a write is sent again after a network
-	// error or a 503 answer. Zero: 3; negative: never.
+	// MaxRetries is how many times a read or a write (under its
+	// Idempotency-Key) is sent again after a network error or a 503
+	// answer. Token creation, which takes no key, is never sent again.
+	// Zero: 3; negative: never.
 	MaxRetries int
 	// MaxRetryWait caps the wait before a retry, whatever Retry-After
 	// says. Zero: 5 s.
@@ -135,6 +137,7 @@ type request struct {
 	rawBody      []byte  // sent as is; nil: no body
 	idempotent   bool    // a write whose answer the server stores under an Idempotency-Key: retried under one key
 	sendKey      bool    // not idempotent, but sends ctx's key (token creation: the server refuses it as the Store does)
+	read         bool    // a read sent with POST (Query): safe to send again, as a GET is
 	stream       bool    // the 200 answer is a stream, read by the caller (see send)
 	accept       string  // the Accept header, if any
 	lastEventID  string  // the Last-Event-ID header, if any
@@ -178,13 +181,13 @@ func closeBody(body io.ReadCloser) {
 // answer of a stream with its body open; any other answer with its body
 // read whole into data (and closed), as part of the attempt.
 //
-// An idempotent write is sent again, under the same Idempotency-Key and
-// body, at most Options.MaxRetries times and while ctx lasts, when its
-// attempt failed on the network (before the answer or while reading it:
-// the server may have applied it; its key answers the retry with the
-// first answer), when the server answered 503 (after Retry-After), or when
-// the request, sent before, found its first attempt still running (409
-// idempotency_key_in_flight).
+// A read, or an idempotent write under the same Idempotency-Key and body,
+// is sent again at most Options.MaxRetries times and while ctx lasts, when
+// its attempt failed on the network (before the answer or while reading
+// it: the server may have applied a write; its key answers the retry with
+// the first answer) or the server answered 503 (after Retry-After); a
+// write also when, sent before, it found its first attempt still running
+// (409 idempotency_key_in_flight).
 func (c *Client) send(ctx context.Context, req request) (*http.Response, []byte, error) {
 	body := req.rawBody
 	if req.body != nil {
@@ -210,7 +213,7 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, []byte,
 	case req.idempotent:
 		key, _ = idempotencyHeader(newIdempotencyKey())
 	}
-	if req.idempotent {
+	if req.idempotent || req.read || req.method == http.MethodGet {
 		retries = c.opts.MaxRetries
 	}
 	// A 409 idempotency_key_in_flight is this call's own first attempt

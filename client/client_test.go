@@ -294,13 +294,15 @@ func TestClientAndStoreAgree(t *testing.T) {
 	}
 }
 
-// flaky answers the first sending of each write (method, path and body)
-// as told: 503 with Retry-After, or by applying it and then cutting the
-// connection before the answer (the write happened, the client never
-// heard). It counts the sendings of each write by Idempotency-Key.
+// flaky answers the first sending of each write (method, path and body),
+// or of each request when reads is set, as told: 503 with Retry-After, or
+// by serving it and then cutting the connection before the answer (the
+// write happened, the client never heard). It counts the sendings of each
+// write by Idempotency-Key.
 type flaky struct {
-	h    http.Handler
-	mode string
+	h     http.Handler
+	mode  string
+	reads bool
 
 	mu   sync.Mutex
 	sent map[string]int // by method, path and body
@@ -318,7 +320,7 @@ func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.seen[r.Header.Get("Idempotency-Key")]++
 	}
 	f.mu.Unlock()
-	if !write || !first {
+	if !(write || f.reads) || !first {
 		f.h.ServeHTTP(w, r)
 		return
 	}
@@ -378,7 +380,48 @@ func TestRetriesAreBounded(t *testing.T) {
 	calls = 0
 	_, err = c.ListTables(ctx, "acme")
 	is.True(errors.Is(err, pd.ErrServerBusy))
-	is.Equal(calls, 1) // reads are not retried
+	is.Equal(calls, 3) // reads too
+	calls = 0
+	_, err = c.Query(ctx, "acme", pd.QueryRequest{SQL: "SELECT 1"})
+	is.True(errors.Is(err, pd.ErrServerBusy))
+	is.Equal(calls, 3) // a query is a read
+	calls = 0
+	_, err = c.CreateToken(ctx, "acme", pd.NewToken{})
+	is.True(errors.Is(err, pd.ErrServerBusy))
+	is.Equal(calls, 1) // token creation, which takes no key, is never sent again
+}
+
+// TestReadsAreRetried: a read answered 503 (a full queue, §10) or cut is
+// sent again, and answered as the Store answers it.
+func TestReadsAreRetried(t *testing.T) {
+	for _, mode := range []string{"503", "cut"} {
+		t.Run(mode, func(t *testing.T) {
+			is := is.New(t)
+			f := &flaky{mode: mode, reads: true, sent: map[string]int{}, seen: map[string]int{}}
+			direct, remote, _ := pair(t, func(h http.Handler) http.Handler { f.h = h; return f })
+			for _, a := range []API{direct, remote} {
+				_, _, err := a.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}})
+				is.NoErr(err)
+				_, err = a.Insert(ctx, "acme", "t", []pd.Row{{"v": "a"}})
+				is.NoErr(err)
+			}
+			for _, read := range []func(a API) (any, error){
+				func(a API) (any, error) { return a.ListTables(ctx, "acme") },
+				func(a API) (any, error) { return a.GetRecord(ctx, "acme", "t", 1) },
+				func(a API) (any, error) { return a.ListRecords(ctx, "acme", "t", pd.ListOptions{}) },
+				func(a API) (any, error) {
+					r, err := a.Query(ctx, "acme", pd.QueryRequest{SQL: "SELECT v FROM t"})
+					return r.Rows, err
+				},
+			} {
+				want, err := read(direct)
+				is.NoErr(err)
+				got, err := read(remote)
+				is.NoErr(err)
+				is.Equal(got, want)
+			}
+		})
+	}
 }
 
 func TestDownloadExportStreamsTheFile(t *testing.T) {

@@ -361,7 +361,7 @@ func (c *Client) Query(ctx context.Context, slug string, req pd.QueryRequest) (p
 		body["limit"] = req.Limit
 	}
 	var out pd.QueryResult
-	err := c.do(ctx, request{method: "POST", path: project(slug, "query"), body: body}, &out)
+	err := c.do(ctx, request{method: "POST", path: project(slug, "query"), body: body, read: true}, &out)
 	plainRows(out.Rows)
 	return out, err
 }
