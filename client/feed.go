@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"iter"
 	"net/http"
@@ -84,7 +83,7 @@ func (c *Client) DownloadExport(ctx context.Context, slug, id string, w io.Write
 		err = io.ErrUnexpectedEOF
 	}
 	if err != nil {
-		return n, fmt.Errorf("projectdata client: download %s: %w", id, err)
+		return n, errors.Wrapf(err, "projectdata client: download %s", id)
 	}
 	return n, nil
 }
