@@ -43,13 +43,22 @@ func serverCmd(args ...string) *exec.Cmd {
 }
 
 // runServerCmd runs the server process to its end and returns its output
-// and exit status.
+// and exit status. A process that has not ended after a minute (a command
+// that should have failed at once serves instead) is killed and the test
+// fails.
 func runServerCmd(t *testing.T, args ...string) (stdout, stderr string, status int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := serverCmd(args...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hung := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	err := cmd.Wait()
+	if !hung.Stop() {
+		t.Errorf("server %q still ran after a minute; killed", args)
+	}
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatal(err)
@@ -89,6 +98,9 @@ func TestUsageErrorsAreReportedOnce(t *testing.T) {
 		says string
 	}{
 		{[]string{"serve", "-bogus"}, "-bogus"},
+		{[]string{"serve", "-max-conns", "x"}, "-max-conns"},
+		{[]string{"serve", "-max-conns", "0"}, "-max-conns"},
+		{[]string{"serve", "-shutdown-delay", "-1s"}, "-shutdown-delay"},
 		{[]string{"-bogus"}, "-bogus"},
 		{[]string{"token", "list", "-data"}, "-data"},
 		{[]string{"token", "revoke", "acme"}, "usage: server token revoke"},

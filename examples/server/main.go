@@ -185,6 +185,12 @@ func parseFlags(fs *flag.FlagSet, args []string, nargs int, stdout io.Writer) ([
 	return rest, nil
 }
 
+// flagError reports a flag whose value parses but cannot be used, as the
+// flag package reports one that does not parse.
+func flagError(fs *flag.FlagSet, name, reason string) error {
+	return usageErrorf("%s: invalid value %q for flag -%s: %s (run 'server %s -h')", fs.Name(), fs.Lookup(name).Value.String(), name, reason, fs.Name())
+}
+
 func printUsage(fs *flag.FlagSet, w io.Writer) {
 	fmt.Fprintf(w, "usage: server %s %s\n", fs.Name(), synopsisOf(fs.Name()))
 	fs.SetOutput(w)

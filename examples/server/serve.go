@@ -73,14 +73,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // printed once on stdout, once the listener is bound.
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstrap bool) error {
 	var cfg serveConfig
-	if _, err := parseFlags(cfg.flags("serve"), args, 0, stdout); err != nil {
+	fs := cfg.flags("serve")
+	if _, err := parseFlags(fs, args, 0, stdout); err != nil {
 		return err
 	}
-	if cfg.maxConns < 1 {
-		return fmt.Errorf("-max-conns must be at least 1")
-	}
-	if cfg.shutdownDelay < 0 {
-		return fmt.Errorf("-shutdown-delay must not be negative")
+	switch {
+	case cfg.maxConns < 1:
+		return flagError(fs, "max-conns", "must be at least 1")
+	case cfg.shutdownDelay < 0:
+		return flagError(fs, "shutdown-delay", "must not be negative")
 	}
 	logger, logs := newBufferedLogger(stderr)
 	defer logs.Flush() // deferred first: runs last
