@@ -302,6 +302,19 @@ func TestFirstStartTokenPrintedAfterBind(t *testing.T) {
 	})
 }
 
+// TestServeRefusesAnEmptyAddress: -addr "" would serve on every interface
+// and a random port, and print the demo admin token.
+func TestServeRefusesAnEmptyAddress(t *testing.T) {
+	is := is.New(t)
+	data := filepath.Join(t.TempDir(), "data")
+	out, errOut, status := runServerCmd(t, "-addr", "", "-data", data)
+	is.Equal(status, 2)
+	is.Equal(out, "") // no token
+	is.True(strings.Contains(errOut, `invalid value "" for flag -addr`))
+	_, err := os.Stat(data)
+	is.True(os.IsNotExist(err))
+}
+
 func TestRevokedTokenRefusedByRunningServer(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()

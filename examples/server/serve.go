@@ -52,7 +52,7 @@ type serveConfig struct {
 
 func (c *serveConfig) flags(name string) *flag.FlagSet {
 	fs := newFlags(name)
-	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address")
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address, HOST:PORT (:PORT listens on every interface)")
 	fs.StringVar(&c.data, "data", defaultDataDir, "data folder (created if missing)")
 	fs.BoolVar(&c.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics")
 	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "connections served at once; more wait in the kernel's backlog")
@@ -78,6 +78,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 		return err
 	}
 	switch {
+	case cfg.addr == "": // net.Listen would take every interface and a random port
+		return flagError(fs, "addr", "want HOST:PORT, such as 127.0.0.1:8080")
 	case cfg.maxConns < 1:
 		return flagError(fs, "max-conns", "must be at least 1")
 	case cfg.shutdownDelay < 0:
