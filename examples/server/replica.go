@@ -104,8 +104,11 @@ func findLitestream(ctx context.Context, bin string) (string, string, error) {
 	cmd.Env = childEnv()
 	out, err := cmd.Output()
 	version := strings.TrimSpace(string(out))
-	if err != nil || !strings.HasPrefix(version, litestreamSeries) {
-		return "", "", fmt.Errorf("%s is not a usable litestream %s* binary (version %q, %v); install it with `%s`", path, litestreamSeries, version, err, litestreamInstall)
+	if err == nil && !strings.HasPrefix(version, litestreamSeries) {
+		err = fmt.Errorf("`%s version` printed %q", path, version)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("%s is not a usable litestream %s* binary (%v); install it with `%s`", path, litestreamSeries, err, litestreamInstall)
 	}
 	return path, version, nil
 }
@@ -211,18 +214,10 @@ type replicator struct {
 	done    chan struct{}
 }
 
-// startReplicator checks the replica URL and the Litestream binary, writes
-// the configuration for the data folder and starts the child. The child's
-// output goes to out.
-func startReplicator(ctx context.Context, dataDir, replicaURL, bin string, logger *slog.Logger, out io.Writer) (*replicator, error) {
-	u, err := parseReplicaURL(replicaURL)
-	if err != nil {
-		return nil, err
-	}
-	path, version, err := findLitestream(ctx, bin)
-	if err != nil {
-		return nil, err
-	}
+// startReplicator writes the configuration that replicates the data folder
+// to the replica u and starts the child, the Litestream binary at path
+// (checked by findLitestream). The child's output goes to out.
+func startReplicator(dataDir string, u *url.URL, path, version string, logger *slog.Logger, out io.Writer) (*replicator, error) {
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
 		return nil, err

@@ -93,34 +93,37 @@ func TestChildEnvironmentIsClean(t *testing.T) {
 	is.True(!strings.Contains(env, "SOMETHING_ELSE"))
 }
 
-// TestServeReplicaNeedsLitestream: -replica without a usable Litestream is
-// a start-up error saying how to get one, and nothing is served.
+// TestServeReplicaNeedsLitestream: -replica without a usable Litestream,
+// or with a URL it cannot use, is a start-up error, saying how to get a
+// Litestream, and checked before anything is bound or created: nothing is
+// served and no data folder is left behind.
 func TestServeReplicaNeedsLitestream(t *testing.T) {
 	notLitestream := filepath.Join(t.TempDir(), "litestream")
 	if err := os.WriteFile(notLitestream, []byte("#!/bin/sh\necho v0.3.13\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, bin := range map[string]string{
-		"Missing":      filepath.Join(t.TempDir(), "nothing"),
-		"WrongVersion": notLitestream,
+	for _, tc := range []struct {
+		name, replica, bin, says string
+	}{
+		{"Missing", "file:///tmp/replica", filepath.Join(t.TempDir(), "nothing"), litestreamInstall},
+		{"WrongVersion", "file:///tmp/replica", notLitestream, litestreamInstall},
+		{"NoVersion", "file:///tmp/replica", "/bin/true", litestreamInstall},
+		{"BadURL", "ftp://x/y", notLitestream, "s3://"},
+		{"UnknownScheme", "gs://bucket/path", notLitestream, "s3://"},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
+			data := filepath.Join(t.TempDir(), "data")
 			var out, errOut bytes.Buffer
-			err := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0", "-data", t.TempDir(),
-				"-replica", "file:///tmp/replica", "-litestream", bin}, &out, &errOut)
+			err := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0", "-data", data,
+				"-replica", tc.replica, "-litestream", tc.bin}, &out, &errOut)
 			is.True(err != nil)
-			is.True(strings.Contains(err.Error(), "go install github.com/benbjohnson/litestream/cmd/litestream@v0.5.16"))
+			is.True(strings.Contains(err.Error(), tc.says))
 			is.True(!strings.Contains(errOut.String(), "serving"))
+			_, err = os.Stat(data)
+			is.True(os.IsNotExist(err)) // checked before the store was opened
 		})
 	}
-	t.Run("BadURL", func(t *testing.T) {
-		is := is.New(t)
-		var out, errOut bytes.Buffer
-		err := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0", "-data", t.TempDir(), "-replica", "ftp://x/y"}, &out, &errOut)
-		is.True(err != nil)
-		is.True(strings.Contains(err.Error(), "s3://"))
-	})
 }
 
 // TestProjectRestoreFromSnapshot restores a project export with the

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os/signal"
 	"syscall"
 	"time"
@@ -85,6 +86,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	case cfg.shutdownDelay < 0:
 		return flagError(fs, "shutdown-delay", "must not be negative")
 	}
+	// -replica is checked before anything is bound or created.
+	var replica *url.URL
+	var litestream, litestreamVersion string
+	if cfg.replica != "" {
+		var err error
+		if replica, err = parseReplicaURL(cfg.replica); err != nil {
+			return fmt.Errorf("-replica: %w", err)
+		}
+		if litestream, litestreamVersion, err = findLitestream(ctx, cfg.litestream); err != nil {
+			return fmt.Errorf("-replica: %w", err)
+		}
+	}
 	logger, logs := newBufferedLogger(stderr)
 	defer logs.Flush() // deferred first: runs last
 	tcp, err := net.Listen("tcp", cfg.addr)
@@ -94,13 +107,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	ln := newBoundedListener(tcp, cfg.maxConns, logger)
 	defer ln.Close()
 	// Under Litestream, checkpoints are Litestream's (see replica.go).
-	store, err := projectdata.Open(cfg.data, &projectdata.Options{Logger: logger, ReplicatorCheckpoints: cfg.replica != ""})
+	store, err := projectdata.Open(cfg.data, &projectdata.Options{Logger: logger, ReplicatorCheckpoints: replica != nil})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if cfg.replica != "" {
-		rep, err := startReplicator(ctx, cfg.data, cfg.replica, cfg.litestream, logger, stderr)
+	if replica != nil {
+		rep, err := startReplicator(cfg.data, replica, litestream, litestreamVersion, logger, stderr)
 		if err != nil {
 			return fmt.Errorf("-replica: %w", err)
 		}
