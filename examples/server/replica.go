@@ -66,25 +66,50 @@ func childEnv() []string {
 }
 
 // parseReplicaURL checks a replica URL: s3://bucket[/path][?endpoint=…&
-// region=…&force-path-style=…] or file:///absolute/path.
+// region=…&force-path-style=…] or file:///absolute/path. Its errors quote
+// the URL as redactReplicaURL does: never with a password.
 func parseReplicaURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("replica URL %q: %w", raw, err)
+		reason := "not a valid URL"
+		var ue *url.Error
+		if errors.As(err, &ue) && !strings.Contains(raw, "@") { // else the parser's words may quote part of a password
+			reason += ": " + ue.Err.Error()
+		}
+		return nil, fmt.Errorf("replica URL %q: %s", redactReplicaURL(raw), reason)
 	}
 	switch u.Scheme {
 	case "s3":
 		if u.Host == "" {
-			return nil, fmt.Errorf("replica URL %q: s3:// needs a bucket (s3://BUCKET/PATH)", raw)
+			return nil, fmt.Errorf("replica URL %q: s3:// needs a bucket (s3://BUCKET/PATH)", u.Redacted())
 		}
 	case "file":
 		if u.Host != "" || !filepath.IsAbs(u.Path) {
-			return nil, fmt.Errorf("replica URL %q: file:// needs an absolute path (file:///PATH)", raw)
+			return nil, fmt.Errorf("replica URL %q: file:// needs an absolute path (file:///PATH)", u.Redacted())
 		}
 	default:
-		return nil, fmt.Errorf("replica URL %q: want s3://BUCKET/PATH?endpoint=… or file:///PATH", raw)
+		return nil, fmt.Errorf("replica URL %q: want s3://BUCKET/PATH?endpoint=… or file:///PATH", u.Redacted())
 	}
 	return u, nil
+}
+
+// redactReplicaURL is the URL raw as a message may quote it: with the
+// password of its user information replaced (url.URL.Redacted), or, when
+// raw does not even parse, with everything between its scheme and its last
+// "@" replaced.
+func redactReplicaURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	at := strings.LastIndex(raw, "@")
+	if at < 0 {
+		return raw
+	}
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 && i < at {
+		start = i + len("://")
+	}
+	return raw[:start] + "xxxxx" + raw[at:]
 }
 
 // findLitestream returns the path of a usable Litestream binary (bin, or
@@ -230,13 +255,10 @@ func startReplicator(dataDir string, u *url.URL, path, version string, logger *s
 	if err := r.startChild(); err != nil {
 		return nil, fmt.Errorf("start litestream: %w", err)
 	}
-	logger.Info("replicating", "litestream", path, "version", version, "replica", redactURL(u), "config", config)
+	logger.Info("replicating", "litestream", path, "version", version, "replica", u.Redacted(), "config", config)
 	go r.supervise()
 	return r, nil
 }
-
-// redactURL hides any password in a URL for the log.
-func redactURL(u *url.URL) string { return u.Redacted() }
 
 // startChild starts one `litestream replicate` child.
 func (r *replicator) startChild() error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,36 @@ func TestParseReplicaURL(t *testing.T) {
 			_, err := parseReplicaURL(tc.url)
 			if (err == nil) != tc.ok {
 				t.Fatalf("parseReplicaURL(%q) error = %v, want ok=%v", tc.url, err, tc.ok)
+			}
+		})
+	}
+}
+
+// TestReplicaURLPasswordsAreNotQuoted: a replica URL that cannot be used
+// is quoted in the error without its password, whatever is wrong with it,
+// by serve -replica and by project restore -from.
+func TestReplicaURLPasswordsAreNotQuoted(t *testing.T) {
+	for _, raw := range []string{
+		"s3://AKIAXX:SECRETPW@/p",                 // no bucket
+		"file://user:SECRETPW@host/p",             // not local
+		"http://user:SECRETPW@example.com/p",      // not a replica scheme
+		"s3://AKIAXX:SECRETPW%zz@bucket/p",        // bad escape: does not parse
+		"s3://AKIAXX:SECRET/PW@bucket/p",          // a slash in the password: does not parse
+		"s3://AKIAXX:SECRETPW@bucket/p?x=%zz#%zz", // bad escape after the user information
+	} {
+		t.Run(raw, func(t *testing.T) {
+			is := is.New(t)
+			ctx := context.Background()
+			dir := t.TempDir()
+			for _, args := range [][]string{
+				{"serve", "-addr", "127.0.0.1:0", "-data", filepath.Join(dir, "data"), "-replica", raw},
+				{"project", "restore", "-data", dir, "-from", raw, "acme"},
+			} {
+				var errOut bytes.Buffer
+				err := run(ctx, args, io.Discard, &errOut)
+				is.True(err != nil)
+				is.True(strings.Contains(err.Error(), "replica URL")) // refused as a URL
+				is.True(!strings.Contains(err.Error()+errOut.String(), "SECRET"))
 			}
 		})
 	}

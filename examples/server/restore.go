@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
+	"regexp"
 	"time"
 )
 
@@ -35,10 +35,10 @@ func projectRestore(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	source := *from
-	if isReplicaURL(source) {
+	if isURL(source) {
 		u, err := parseReplicaURL(source)
 		if err != nil {
-			return err
+			return usageErrorf("project restore: -from: %v (run 'server project restore -h')", err)
 		}
 		path, cleanup, err := restoreFromReplica(ctx, *bin, u, at)
 		if err != nil {
@@ -62,7 +62,10 @@ func projectRestore(ctx context.Context, args []string, stdout, stderr io.Writer
 	return nil
 }
 
-// isReplicaURL tells a replica URL from a file path.
-func isReplicaURL(s string) bool {
-	return strings.HasPrefix(s, "s3://") || strings.HasPrefix(s, "file://")
-}
+// urlPrefix is how a URL (RFC 3986 scheme, then "://") starts.
+var urlPrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// isURL tells a URL from a file path: any URL, so that one that is no
+// replica URL is refused as such (quoted without its password), not looked
+// for as a file.
+func isURL(s string) bool { return urlPrefix.MatchString(s) }

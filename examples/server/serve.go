@@ -92,7 +92,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	if cfg.replica != "" {
 		var err error
 		if replica, err = parseReplicaURL(cfg.replica); err != nil {
-			return fmt.Errorf("-replica: %w", err)
+			return usageErrorf("serve: -replica: %v (run 'server serve -h')", err)
 		}
 		if litestream, litestreamVersion, err = findLitestream(ctx, cfg.litestream); err != nil {
 			return fmt.Errorf("-replica: %w", err)
