@@ -231,6 +231,7 @@ type replicator struct {
 	bin, config, socket, dataDir string
 	log                          *slog.Logger
 	out                          io.Writer // the child's own log lines
+	lock                         *os.File  // see lockReplication; nil where there is none
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd // the running child, if any
@@ -239,19 +240,30 @@ type replicator struct {
 	done    chan struct{}
 }
 
-// startReplicator writes the configuration that replicates the data folder
-// to the replica u and starts the child, the Litestream binary at path
-// (checked by findLitestream). The child's output goes to out.
-func startReplicator(dataDir string, u *url.URL, path, version string, logger *slog.Logger, out io.Writer) (*replicator, error) {
+// startReplicator takes the data folder's replication lock (refused while
+// another server replicates it), writes the configuration that replicates
+// the folder to the replica u and starts the child, the Litestream binary
+// at path (checked by findLitestream). The child's output goes to out.
+// Stop releases the lock.
+func startReplicator(dataDir string, u *url.URL, path, version string, logger *slog.Logger, out io.Writer) (_ *replicator, err error) {
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
 		return nil, err
 	}
+	lock, err := lockReplication(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && lock != nil {
+			lock.Close()
+		}
+	}()
 	config, socket, err := writeLitestreamConfig(dir, u)
 	if err != nil {
 		return nil, err
 	}
-	r := &replicator{bin: path, config: config, socket: socket, dataDir: dir, log: logger, out: out, stop: make(chan struct{}), done: make(chan struct{})}
+	r := &replicator{bin: path, config: config, socket: socket, dataDir: dir, log: logger, out: out, lock: lock, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := r.startChild(); err != nil {
 		return nil, fmt.Errorf("start litestream: %w", err)
 	}
@@ -266,6 +278,12 @@ func (r *replicator) startChild() error {
 	cmd.Env = childEnv()
 	cmd.Stdout, cmd.Stderr = r.out, r.out
 	cmd.SysProcAttr = childProcAttr()
+	if r.lock != nil {
+		// The child holds the lock too: a Litestream that outlives a
+		// killed server (still in its final sync) keeps the next server
+		// from starting a second one on the same databases.
+		cmd.ExtraFiles = []*os.File{r.lock}
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -320,7 +338,8 @@ func (r *replicator) supervise() {
 }
 
 // Stop stops the child with SIGTERM, so that Litestream syncs what it has
-// not yet replicated, and waits for it (killing it after timeout). Call it
+// not yet replicated, waits for it (killing it after timeout) and releases
+// the data folder's replication lock. Call it
 // once no write can come any more, and before the Store closes: closing
 // the last connection to a database checkpoints its WAL away, and
 // Litestream's final sync reads the WAL.
@@ -334,6 +353,9 @@ func (r *replicator) Stop(timeout time.Duration) error {
 	close(r.stop)
 	cmd := r.cmd
 	r.mu.Unlock()
+	if r.lock != nil {
+		defer r.lock.Close() // once the child has exited
+	}
 	r.log.Info("stopping litestream: final sync", "pid", cmd.Process.Pid)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

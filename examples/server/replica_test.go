@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/matryer/is"
@@ -155,6 +156,55 @@ func TestServeReplicaNeedsLitestream(t *testing.T) {
 			is.True(os.IsNotExist(err)) // checked before the store was opened
 		})
 	}
+}
+
+// fakeLitestream writes a stand-in for the Litestream binary: `version`
+// prints the pinned release, any other command runs the shell script body
+// (the command line in "$@").
+func fakeLitestream(t *testing.T, body string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "litestream")
+	script := "#!/bin/sh\nif [ \"$1\" = version ]; then echo " + litestreamPin + "; exit 0; fi\n" + body + "\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// TestOneReplicatingServerPerDataFolder: a second serve -replica on a data
+// folder is refused at start-up and leaves the first one's configuration
+// alone; a plain serve on the folder is still allowed, and once the first
+// server has stopped another serve -replica starts.
+func TestOneReplicatingServerPerDataFolder(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	bin := fakeLitestream(t, "exec sleep 3600") // replicate: runs until stopped
+	replica := func() string { return "file://" + t.TempDir() }
+	first, firstReplica := freeAddr(t), replica()
+	cmd, _ := startServer(t, "serve", "-addr", first, "-data", dir, "-replica", firstReplica, "-litestream", bin)
+	waitUp(t, first)
+	config := filepath.Join(dir, ".litestream", "litestream.yml")
+	before, err := os.ReadFile(config)
+	is.NoErr(err)
+
+	out, errOut, status := runServerCmd(t, "serve", "-addr", freeAddr(t), "-data", dir, "-replica", replica(), "-litestream", bin)
+	is.Equal(status, 1)
+	is.Equal(out, "")
+	is.Equal(errOut, "server: -replica: another server already replicates data folder "+dir+
+		" (it holds "+filepath.Join(dir, ".litestream", "serve.lock")+"); stop it first, or serve another folder\n")
+	after, err := os.ReadFile(config)
+	is.NoErr(err)
+	is.Equal(string(after), string(before)) // still the first server's
+
+	plain := freeAddr(t)
+	startServer(t, "serve", "-addr", plain, "-data", dir)
+	waitUp(t, plain)
+
+	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
+	is.NoErr(cmd.Wait())
+	next := freeAddr(t)
+	startServer(t, "serve", "-addr", next, "-data", dir, "-replica", firstReplica, "-litestream", bin)
+	waitUp(t, next)
 }
 
 // TestProjectRestoreFromSnapshot restores a project export with the
