@@ -24,8 +24,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 const defaultDataDir = "./data"
@@ -60,17 +62,48 @@ func init() {
 }
 
 func main() {
-	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	ctx := signalContext()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	var usage *usageError
 	switch {
 	case err == nil:
 	case errors.As(err, &usage):
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(2)
+	case ctx.Err() != nil:
+		// Stopped by a signal, after the command's own clean-up ran; a
+		// context.Canceled adds nothing to saying so.
+		msg := fmt.Sprintf("stopped by %v", context.Cause(ctx))
+		if !errors.Is(err, context.Canceled) {
+			msg += ": " + err.Error()
+		}
+		fmt.Fprintln(os.Stderr, "server:", msg)
+		os.Exit(1)
 	default:
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
 	}
+}
+
+// signalContext returns a context that the first SIGINT or SIGTERM ends,
+// with the signal's name as its cause: every command stops through its
+// context, so that its deferred clean-up runs (serve drains and stops).
+// The signals get their default effect back before the context ends, so a
+// second one ends the process at once.
+func signalContext() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		signal.Stop(sigs)
+		if sig == os.Interrupt {
+			cancel(errors.New("SIGINT"))
+		} else {
+			cancel(errors.New("SIGTERM"))
+		}
+	}()
+	return ctx
 }
 
 // run runs a command line; a usage shown on request (-h) is a success.

@@ -427,7 +427,7 @@ func syncDB(ctx context.Context, client *http.Client, db string) error {
 		// listening: ask again shortly.
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("sync %s: %v (status %d: %s)", db, ctx.Err(), status, bytes.TrimSpace(msg))
+			return fmt.Errorf("sync %s: %w (status %d: %s)", db, ctx.Err(), status, bytes.TrimSpace(msg))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -458,6 +458,9 @@ func restoreFromReplica(ctx context.Context, bin string, u *url.URL, at time.Tim
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Run(); err != nil {
 		cleanup()
+		if ctx.Err() != nil {
+			return "", nil, ctx.Err() // the child was killed for it
+		}
 		return "", nil, fmt.Errorf("litestream restore from %s: %v: %s", u.Redacted(), err, strings.TrimSpace(stderr.String()))
 	}
 	return out, cleanup, nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -205,6 +206,47 @@ func TestOneReplicatingServerPerDataFolder(t *testing.T) {
 	next := freeAddr(t)
 	startServer(t, "serve", "-addr", next, "-data", dir, "-replica", firstReplica, "-litestream", bin)
 	waitUp(t, next)
+}
+
+// TestInterruptedRestoreStopsCleanly: SIGINT while `litestream restore`
+// downloads ends the command through its context: the download's
+// temporary folder is removed, nothing is left in the data folder, and the
+// command exits 1 with one line.
+func TestInterruptedRestoreStopsCleanly(t *testing.T) {
+	is := is.New(t)
+	tmp, data := t.TempDir(), t.TempDir()
+	started := filepath.Join(t.TempDir(), "started")
+	bin := fakeLitestream(t, ": > "+started+"\nexec sleep 3600") // restore: a download that takes its time
+	cmd := serverCmd("project", "restore", "-data", data, "-from", "file:///replica/acme/project.db", "-litestream", bin, "acme")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	is.NoErr(cmd.Start())
+	defer cmd.Process.Kill()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if i == 6000 {
+			t.Fatal("litestream restore was not run")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	is.NoErr(cmd.Process.Signal(os.Interrupt))
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatal("the interrupted restore did not end")
+	}
+	is.Equal(cmd.ProcessState.ExitCode(), 1) // exited, not killed by the signal
+	is.Equal(stderr.String(), "server: stopped by SIGINT\n")
+	for _, dir := range []string{tmp, data} {
+		left, err := os.ReadDir(dir)
+		is.NoErr(err)
+		is.Equal(len(left), 0) // no download, no staging folder left
+	}
 }
 
 // TestProjectRestoreFromSnapshot restores a project export with the

@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/projectdata/projectdata"
@@ -68,10 +66,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return serve(ctx, args, stdout, stderr, false)
 }
 
-// serve runs the HTTP API until SIGINT or SIGTERM (or ctx ends), then stops
-// accepting, drains the requests in flight and closes the store. With
-// bootstrap, an empty data folder gets project "demo", whose admin token is
-// printed once on stdout, once the listener is bound.
+// serve runs the HTTP API until ctx ends (main ends it on SIGINT or
+// SIGTERM), then stops accepting, drains the requests in flight and closes
+// the store. With bootstrap, an empty data folder gets project "demo",
+// whose admin token is printed once on stdout, once the listener is bound.
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstrap bool) error {
 	var cfg serveConfig
 	fs := cfg.flags("serve")
@@ -135,9 +133,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	if cfg.metrics {
 		opts.Metrics = prommetrics.New(store)
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	context.AfterFunc(ctx, stop) // a second signal ends the process at once
 	logger.Info("serving", "addr", ln.Addr().String(), "data", cfg.data, "metrics", cfg.metrics)
 	lim := defaultLimits
 	lim.shutdownDelay = cfg.shutdownDelay
