@@ -208,6 +208,39 @@ func TestOneReplicatingServerPerDataFolder(t *testing.T) {
 	waitUp(t, next)
 }
 
+// TestRestoreChecksBeforeDownloading: project restore from a replica
+// refuses a missing data folder, an invalid slug and a taken one before it
+// runs `litestream restore`.
+func TestRestoreChecksBeforeDownloading(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	is.New(t).NoErr(run(ctx, []string{"project", "create", "-data", data, "acme"}, io.Discard, io.Discard))
+	file := filepath.Join(t.TempDir(), "file")
+	is.New(t).NoErr(os.WriteFile(file, nil, 0o644))
+	is.New(t).NoErr(os.Mkdir(filepath.Join(data, "stray"), 0o755)) // in the way, though no project
+	for _, tc := range []struct {
+		name, data, slug, says string
+	}{
+		{"NoDataFolder", filepath.Join(data, "nope"), "beta", "does not exist"},
+		{"DataIsAFile", file, "beta", "is not a folder"},
+		{"InvalidSlug", data, "Beta", "project slug \"Beta\" must be"},
+		{"Exists", data, "acme", "project \"acme\" already exists"},
+		{"FolderInTheWay", data, "stray", "project \"stray\" already exists"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			downloaded := filepath.Join(t.TempDir(), "downloaded")
+			bin := fakeLitestream(t, ": > "+downloaded+"\nexit 1")
+			err := run(ctx, []string{"project", "restore", "-data", tc.data, "-litestream", bin,
+				"-from", "file:///replica/" + tc.slug + "/project.db", tc.slug}, io.Discard, io.Discard)
+			is.True(err != nil)
+			is.True(strings.Contains(err.Error(), tc.says))
+			_, err = os.Stat(downloaded)
+			is.True(os.IsNotExist(err)) // litestream restore never ran
+		})
+	}
+}
+
 // TestInterruptedRestoreStopsCleanly: SIGINT while `litestream restore`
 // downloads ends the command through its context: the download's
 // temporary folder is removed, nothing is left in the data folder, and the

@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/projectdata/projectdata"
 )
 
 // projectRestore creates project SLUG from a snapshot file (a project
@@ -34,18 +40,11 @@ func projectRestore(ctx context.Context, args []string, stdout, stderr io.Writer
 			return usageErrorf("project restore: -at %q: want an RFC 3339 time such as 2026-11-21T14:05:09Z", *atText)
 		}
 	}
-	source := *from
-	if isURL(source) {
-		u, err := parseReplicaURL(source)
-		if err != nil {
+	var replica *url.URL
+	if isURL(*from) {
+		if replica, err = parseReplicaURL(*from); err != nil {
 			return usageErrorf("project restore: -from: %v (run 'server project restore -h')", err)
 		}
-		path, cleanup, err := restoreFromReplica(ctx, *bin, u, at)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		source = path
 	} else if !at.IsZero() {
 		return usageErrorf("project restore: -at needs a replica URL: a snapshot file holds one instant")
 	}
@@ -54,11 +53,39 @@ func projectRestore(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer store.Close()
+	// Before a replica is downloaded (about 15 s a GB), not after.
+	if err := checkNewProject(ctx, store, *data, slug); err != nil {
+		return err
+	}
+	source := *from
+	if replica != nil {
+		path, cleanup, err := restoreFromReplica(ctx, *bin, replica, at)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		source = path
+	}
 	p, err := store.RestoreProject(ctx, slug, source)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "restored project %s (%s)\n", p.Slug, p.Name)
+	return nil
+}
+
+// checkNewProject refuses a slug that RestoreProject would refuse, invalid
+// or taken, without building anything.
+func checkNewProject(ctx context.Context, store *projectdata.Store, dir, slug string) error {
+	_, _, err := store.GetProject(ctx, slug) // the Store's slug check
+	if err != nil && !errors.Is(err, projectdata.ErrProjectNotFound) {
+		return err
+	}
+	// Any entry of that name, as the Store's own test: a folder without a
+	// database is no project, yet in the way.
+	if _, err := os.Lstat(filepath.Join(dir, slug)); err == nil {
+		return &projectdata.Error{Code: projectdata.ErrProjectExists, Message: fmt.Sprintf("project %q already exists", slug)}
+	}
 	return nil
 }
 
