@@ -461,7 +461,47 @@ func restoreFromReplica(ctx context.Context, bin string, u *url.URL, at time.Tim
 		if ctx.Err() != nil {
 			return "", nil, ctx.Err() // the child was killed for it
 		}
+		// Litestream's words for a time outside the replica's; its exit
+		// status is 1 for any failure.
+		if !at.IsZero() && strings.Contains(stderr.String(), "timestamp does not exist") {
+			return "", nil, outsideReplica(ctx, path, u, at)
+		}
 		return "", nil, fmt.Errorf("litestream restore from %s: %v: %s", u.Redacted(), err, strings.TrimSpace(stderr.String()))
 	}
 	return out, cleanup, nil
+}
+
+// outsideReplica is the error for a time at that the replica at u does not
+// cover: before its first state or after its last, with the range its
+// files' times give (`litestream ltx`, a listing: nothing is downloaded).
+func outsideReplica(ctx context.Context, bin string, u *url.URL, at time.Time) error {
+	when := at.UTC().Format(time.RFC3339Nano)
+	cmd := exec.CommandContext(ctx, bin, "ltx", "-level", "all", "-json", u.String())
+	cmd.Env = childEnv()
+	out, err := cmd.Output()
+	var files []struct {
+		Timestamp time.Time `json:"timestamp"`
+	}
+	if err != nil || json.Unmarshal(out, &files) != nil || len(files) == 0 {
+		return fmt.Errorf("-at %s is before the first state of the replica %s or after its last", when, u.Redacted())
+	}
+	first, last := files[0].Timestamp, files[0].Timestamp
+	for _, f := range files[1:] {
+		if f.Timestamp.Before(first) {
+			first = f.Timestamp
+		}
+		if f.Timestamp.After(last) {
+			last = f.Timestamp
+		}
+	}
+	// Litestream lists the times to the second: compare accordingly.
+	where := "outside the states"
+	switch {
+	case at.Before(last):
+		where = "before the first state"
+	case !at.Before(first.Add(time.Second)):
+		where = "after the last state"
+	}
+	return fmt.Errorf("-at %s is %s of the replica %s, which holds states from %s to %s (to the second)",
+		when, where, u.Redacted(), first.Format(time.RFC3339), last.Format(time.RFC3339))
 }

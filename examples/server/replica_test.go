@@ -241,6 +241,30 @@ func TestRestoreChecksBeforeDownloading(t *testing.T) {
 	}
 }
 
+// TestRestoreAtOutsideTheReplica: an -at that the replica does not cover
+// is said to be before its first state or after its last, with the range
+// that `litestream ltx` lists; Litestream's own words were "timestamp does
+// not exist".
+func TestRestoreAtOutsideTheReplica(t *testing.T) {
+	bin := fakeLitestream(t, `case "$1" in
+restore) echo "Error: timestamp does not exist" >&2; exit 1 ;;
+ltx) echo '[{"level":0,"timestamp":"2026-11-21T15:00:00Z"},{"level":9,"timestamp":"2026-11-21T14:00:00Z"},{"level":0,"timestamp":"2026-11-21T14:30:00Z"}]' ;;
+esac`)
+	for _, tc := range []struct{ at, says string }{
+		{"2026-11-21T13:59:59Z", "-at 2026-11-21T13:59:59Z is before the first state of the replica"},
+		{"2026-11-21T15:00:01Z", "-at 2026-11-21T15:00:01Z is after the last state of the replica"},
+	} {
+		t.Run(tc.at, func(t *testing.T) {
+			is := is.New(t)
+			err := run(context.Background(), []string{"project", "restore", "-data", t.TempDir(), "-litestream", bin,
+				"-from", "file:///replica/acme/project.db", "-at", tc.at, "acme"}, io.Discard, io.Discard)
+			is.True(err != nil)
+			is.True(strings.HasPrefix(err.Error(), tc.says))
+			is.True(strings.HasSuffix(err.Error(), "which holds states from 2026-11-21T14:00:00Z to 2026-11-21T15:00:00Z (to the second)"))
+		})
+	}
+}
+
 // TestInterruptedRestoreStopsCleanly: SIGINT while `litestream restore`
 // downloads ends the command through its context: the download's
 // temporary folder is removed, nothing is left in the data folder, and the
