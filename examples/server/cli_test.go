@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -205,6 +206,54 @@ func TestProjectAndTokenLists(t *testing.T) {
 	is.True(errors.Is(err, projectdata.ErrTokenNotFound))
 	err = run(ctx, []string{"token", "list", "-data", dir, "nope"}, io.Discard, &errOut)
 	is.True(errors.Is(err, projectdata.ErrProjectNotFound))
+}
+
+// TestListingsQuoteNamesATerminalWouldNotShow: a name with a newline or an
+// escape sequence (accepted by the Store, over HTTP too) is printed quoted,
+// so that it can neither forge a row nor drive the operator's terminal.
+func TestListingsQuoteNamesATerminalWouldNotShow(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	cli := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		is.NoErr(run(ctx, append(args, "-data", dir), &out, io.Discard))
+		return out.String()
+	}
+	evil := "Evil\nforged  Row  2026-01-01T00:00:00.000Z\x1b[31mRED"
+	cli("project", "create", "-name", evil, "acme")
+	for _, name := range []string{"ci\nforged", "\x1b[2J", "   ", "tab\there"} {
+		cli("token", "create", "-name", name, "acme")
+	}
+	projects := cli("project", "list")
+	is.Equal(strings.Count(projects, "\n"), 2) // header and one row
+	is.True(strings.Contains(projects, strconv.Quote(evil)))
+	tokens := cli("token", "list", "acme")
+	is.Equal(strings.Count(tokens, "\n"), 6) // header and five rows
+	for _, name := range []string{"ci\nforged", "\x1b[2J", "   ", "tab\there"} {
+		is.True(strings.Contains(tokens, strconv.Quote(name)))
+	}
+	is.True(!strings.ContainsAny(projects+tokens, "\x1b\t"))
+	is.True(strings.HasPrefix(cli("token", "revoke", "acme", "2"), `revoked token 2 ("ci\nforged", write) at `))
+}
+
+func TestListed(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"Acme Inc", "Acme Inc"},
+		{"Café · 東京", "Café · 東京"},
+		{"a\nb", `"a\nb"`},
+		{"\x1b[31mred", `"\x1b[31mred"`},
+		{"bidi\u202eevil", `"bidi\u202eevil"`},
+		{"\xff", `"\xff"`},
+		{" padded", `" padded"`},
+		{"", `""`},
+		{`"quoted"`, `"\"quoted\""`},
+	} {
+		if got := listed(tc.name); got != tc.want {
+			t.Errorf("listed(%q) = %s, want %s", tc.name, got, tc.want)
+		}
+	}
 }
 
 // freeAddr returns a loopback address no one listens on now.

@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/projectdata/projectdata"
 )
@@ -65,7 +69,21 @@ func projectList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SLUG\tNAME\tCREATED")
 	for _, p := range projects {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Slug, p.Name, p.CreatedAt)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Slug, listed(p.Name), p.CreatedAt)
 	}
 	return tw.Flush()
+}
+
+// listed is a name (of a project, of a token) as the command line prints
+// it: as it is, or quoted with strconv.Quote when a terminal would not
+// show it as stored: control characters (a newline forges a row, an
+// escape sequence drives the terminal), other invisible characters,
+// invalid UTF-8, white space at either end, or a leading quote. One row is
+// always one line.
+func listed(name string) string {
+	if name != "" && utf8.ValidString(name) && strings.TrimSpace(name) == name && !strings.HasPrefix(name, `"`) &&
+		!strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return name
+	}
+	return strconv.Quote(name)
 }

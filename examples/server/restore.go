@@ -70,7 +70,7 @@ func projectRestore(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "restored project %s (%s)\n", p.Slug, p.Name)
+	fmt.Fprintf(stderr, "restored project %s (%s)\n", p.Slug, listed(p.Name))
 	return nil
 }
 

@@ -53,7 +53,7 @@ func tokenList(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tROLE\tCREATED\tEXPIRES\tREVOKED\tLAST_USED")
 	for _, t := range tokens {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.TokenName, t.Role, t.CreatedAt, orDash(t.ExpiresAt), orDash(t.RevokedAt), orDash(t.LastUsedAt))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, listed(t.TokenName), listed(string(t.Role)), t.CreatedAt, orDash(t.ExpiresAt), orDash(t.RevokedAt), orDash(t.LastUsedAt))
 	}
 	return tw.Flush()
 }
@@ -80,7 +80,7 @@ func tokenRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "revoked token %d (%s, %s) at %s\n", tok.ID, tok.TokenName, tok.Role, orDash(tok.RevokedAt))
+	_, err = fmt.Fprintf(stdout, "revoked token %d (%s, %s) at %s\n", tok.ID, listed(tok.TokenName), listed(string(tok.Role)), orDash(tok.RevokedAt))
 	return err
 }
 
