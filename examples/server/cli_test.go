@@ -102,6 +102,8 @@ func TestUsageErrorsAreReportedOnce(t *testing.T) {
 		{[]string{"serve", "-max-conns", "x"}, "-max-conns"},
 		{[]string{"serve", "-max-conns", "0"}, "-max-conns"},
 		{[]string{"serve", "-shutdown-delay", "-1s"}, "-shutdown-delay"},
+		{[]string{"project", "sync", "-timeout", "0", "acme"}, "-timeout"},
+		{[]string{"project", "sync", "-timeout", "-1s", "acme"}, "-timeout"},
 		{[]string{"-bogus"}, "-bogus"},
 		{[]string{"token", "list", "-data"}, "-data"},
 		{[]string{"token", "revoke", "acme"}, "usage: server token revoke"},

@@ -406,6 +406,7 @@ func syncDB(ctx context.Context, client *http.Client, db string) error {
 	if err != nil {
 		return err
 	}
+	last := "no answer from Litestream" // for the error
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://litestream/sync", bytes.NewReader(body))
 		if err != nil {
@@ -413,21 +414,22 @@ func syncDB(ctx context.Context, client *http.Client, db string) error {
 		}
 		req.Header.Set("Content-Type", "application/json")
 		res, err := client.Do(req)
-		var status int
-		var msg []byte
-		if err == nil {
-			status = res.StatusCode
-			msg, _ = io.ReadAll(io.LimitReader(res.Body, 4<<10))
+		switch {
+		case err == nil:
+			msg, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
 			res.Body.Close()
-			if status == http.StatusOK {
+			if res.StatusCode == http.StatusOK {
 				return nil
 			}
+			last = fmt.Sprintf("Litestream answered %d: %s", res.StatusCode, bytes.TrimSpace(msg))
+		case ctx.Err() == nil:
+			last = err.Error()
 		}
 		// Not yet open (409) or registered (404), or the socket not yet
 		// listening: ask again shortly.
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("sync %s: %w (status %d: %s)", db, ctx.Err(), status, bytes.TrimSpace(msg))
+			return fmt.Errorf("sync %s: %w (%s)", db, ctx.Err(), last)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -343,7 +346,8 @@ func TestProjectRestoreFromSnapshot(t *testing.T) {
 }
 
 // TestProjectSyncNeedsAReplicatingServer: project sync of a folder that no
-// server replicates says so, and of a missing project too.
+// server replicates says so; a missing or invalid slug and a data folder
+// that is a file are refused as by the other commands.
 func TestProjectSyncNeedsAReplicatingServer(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
@@ -354,6 +358,31 @@ func TestProjectSyncNeedsAReplicatingServer(t *testing.T) {
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "no Litestream replicates"))
 	err = run(ctx, []string{"project", "sync", "-data", dir, "nope"}, &out, &errOut)
-	is.True(err != nil)
-	is.True(strings.Contains(err.Error(), "project nope does not exist"))
+	is.True(errors.Is(err, projectdata.ErrProjectNotFound))
+	err = run(ctx, []string{"project", "sync", "-data", dir, "Acme"}, &out, &errOut)
+	is.True(errors.Is(err, projectdata.ErrInvalidProjectSlug))
+	file := filepath.Join(dir, "acme", "project.db")
+	err = run(ctx, []string{"project", "sync", "-data", file, "acme"}, &out, &errOut)
+	is.Equal(err.Error(), "data folder "+file+" is not a folder")
+}
+
+// TestProjectSyncTimeout: the replica not confirmed in time is said so,
+// with Litestream's last answer.
+func TestProjectSyncTimeout(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	is.NoErr(run(ctx, []string{"project", "create", "-data", dir, "acme"}, io.Discard, io.Discard))
+	is.NoErr(os.MkdirAll(filepath.Join(dir, ".litestream"), 0o700))
+	ln, err := net.Listen("unix", controlSocket(dir))
+	is.NoErr(err)
+	notYet := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "database not open yet", http.StatusConflict)
+	})}
+	go notYet.Serve(ln)
+	defer notYet.Close()
+	err = run(ctx, []string{"project", "sync", "-data", dir, "-timeout", "300ms", "acme"}, io.Discard, io.Discard)
+	is.True(errors.Is(err, context.DeadlineExceeded))
+	is.True(strings.HasPrefix(err.Error(), "project acme: its replica was not confirmed within -timeout 300ms: "))
+	is.True(strings.HasSuffix(err.Error(), "(Litestream answered 409: database not open yet)"))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,20 +23,23 @@ func projectSync(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	if *timeout <= 0 {
+		return flagError(fs, "timeout", "must be positive")
+	}
 	slug := rest[0]
-	if slug == "" || slug[0] == '.' || filepath.Base(slug) != slug {
-		return usageErrorf("project sync: %q is not a project slug", slug)
+	// The data folder and the slug checked as by the other commands.
+	store, err := openExisting(*data)
+	if err != nil {
+		return err
+	}
+	_, _, err = store.GetProject(ctx, slug)
+	store.Close()
+	if err != nil {
+		return err
 	}
 	dir, err := filepath.Abs(*data)
 	if err != nil {
 		return err
-	}
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("data folder %s does not exist (serve creates it; or pass -data)", dir)
-	}
-	db := filepath.Join(dir, slug, "project.db")
-	if _, err := os.Stat(db); err != nil {
-		return fmt.Errorf("project %s does not exist in %s", slug, dir)
 	}
 	socket := controlSocket(dir)
 	if _, err := os.Stat(socket); err != nil {
@@ -43,7 +47,10 @@ func projectSync(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := syncDB(ctx, controlClient(socket), db); err != nil {
+	if err := syncDB(ctx, controlClient(socket), filepath.Join(dir, slug, "project.db")); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("project %s: its replica was not confirmed within -timeout %v: %w", slug, *timeout, err)
+		}
 		return err
 	}
 	fmt.Fprintf(stderr, "project %s is on its replica\n", slug)
