@@ -33,7 +33,8 @@ import (
 const defaultDataDir = "./data"
 
 // command is one subcommand: its name (one or two words), the synopsis of
-// its arguments, one line for help, and what runs it. stdout gets only what
+// its flags and arguments (every flag, then the arguments' names), one
+// line for help, and what runs it. stdout gets only what
 // the command prints for its caller (a token, a list); diagnostics go to
 // stderr.
 type command struct {
@@ -213,7 +214,11 @@ func parseFlags(fs *flag.FlagSet, args []string, nargs int, stdout io.Writer) ([
 		args = fs.Args()[1:]
 	}
 	if nargs >= 0 && len(rest) != nargs {
-		return nil, usageErrorf("usage: server %s %s", fs.Name(), synopsisOf(fs.Name()))
+		if len(rest) > nargs {
+			return nil, usageErrorf("%s: unexpected argument %q; %s", fs.Name(), rest[nargs], usageLine(fs.Name()))
+		}
+		words := strings.Fields(synopsisOf(fs.Name())) // ending with the arguments' names
+		return nil, usageErrorf("%s: missing %s; %s", fs.Name(), strings.Join(words[len(words)-nargs+len(rest):], " "), usageLine(fs.Name()))
 	}
 	return rest, nil
 }
@@ -225,10 +230,15 @@ func flagError(fs *flag.FlagSet, name, reason string) error {
 }
 
 func printUsage(fs *flag.FlagSet, w io.Writer) {
-	fmt.Fprintf(w, "usage: server %s %s\n", fs.Name(), synopsisOf(fs.Name()))
+	fmt.Fprintln(w, usageLine(fs.Name()))
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+}
+
+// usageLine is "usage: server COMMAND SYNOPSIS".
+func usageLine(name string) string {
+	return strings.TrimSpace("usage: server " + name + " " + synopsisOf(name))
 }
 
 func synopsisOf(name string) string {
