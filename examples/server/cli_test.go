@@ -131,6 +131,11 @@ func TestVersion(t *testing.T) {
 	var out bytes.Buffer
 	is.NoErr(run(context.Background(), []string{"version"}, &out, io.Discard))
 	is.True(strings.Contains(out.String(), "go       go1."))
+	for _, flag := range []string{"--version", "-version"} {
+		var as bytes.Buffer
+		is.NoErr(run(context.Background(), []string{flag}, &as, io.Discard))
+		is.Equal(as.String(), out.String()) // as the version command
+	}
 
 	text := versionText(&debug.BuildInfo{
 		GoVersion: "go1.26.8",

@@ -8,7 +8,7 @@
 //	server token create [-data DIR] [-role admin|write|read] [-name NAME] SLUG
 //	server token list [-data DIR] SLUG
 //	server token revoke [-data DIR] SLUG TOKEN_ID
-//	server version
+//	server version (or --version)
 //	server help
 //
 // Run with no subcommand, it serves and, when the data folder holds no
@@ -118,6 +118,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // dispatch runs the command that args name. With no command (or only
 // flags) it serves and bootstraps an empty data folder.
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "-version" || args[0] == "--version") {
+		return version(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelpFlag(args[0]) {
 		return serve(ctx, args, stdout, stderr, true)
 	}
