@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -91,6 +92,26 @@ func TestHelpListsEveryCommandAndExitsZero(t *testing.T) {
 		is.Equal(status, 0)
 		is.True(strings.Contains(out, "usage: server token revoke [-data DIR] SLUG TOKEN_ID"))
 	})
+}
+
+// TestSynopsesListEveryFlag: help's synopsis of each command names every
+// flag that the command's -h describes.
+func TestSynopsesListEveryFlag(t *testing.T) {
+	flagLine := regexp.MustCompile(`(?m)^  -([a-z-]+)`)
+	for _, c := range commands {
+		if c.run == nil {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			c.run(context.Background(), []string{"-h"}, &out, io.Discard)
+			for _, m := range flagLine.FindAllStringSubmatch(out.String(), -1) {
+				if !regexp.MustCompile(`\[?-` + m[1] + `\b`).MatchString(c.synopsis) {
+					t.Errorf("the synopsis %q lacks -%s", c.synopsis, m[1])
+				}
+			}
+		})
+	}
 }
 
 func TestUsageErrorsAreReportedOnce(t *testing.T) {

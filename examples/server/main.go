@@ -1,10 +1,11 @@
 // Command server runs the projectdata HTTP API and manages its data folder.
 //
-//	server serve [-addr 127.0.0.1:8080] [-data ./data] [-metrics=false] [-replica URL]
+//	server serve [-addr 127.0.0.1:8080] [-data ./data] [-metrics=false] [-max-conns N]
+//	             [-replica URL] [-litestream BIN] [-shutdown-delay DURATION]
 //	server project create [-data DIR] [-name NAME] SLUG
 //	server project list [-data DIR]
-//	server project restore [-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] SLUG
-//	server project sync [-data DIR] SLUG
+//	server project restore [-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] [-litestream BIN] SLUG
+//	server project sync [-data DIR] [-timeout 1m] SLUG
 //	server token create [-data DIR] [-role admin|write|read] [-name NAME] SLUG
 //	server token list [-data DIR] SLUG
 //	server token revoke [-data DIR] SLUG TOKEN_ID
@@ -49,7 +50,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"serve", "[-addr ADDR] [-data DIR] [-metrics=false] [-replica URL]", "serve the HTTP API until SIGINT or SIGTERM", runServe},
+		{"serve", "[-addr ADDR] [-data DIR] [-metrics=false] [-max-conns N] [-replica URL] [-litestream BIN] [-shutdown-delay DURATION]", "serve the HTTP API until SIGINT or SIGTERM", runServe},
 		{"project create", "[-data DIR] [-name NAME] SLUG", "create a project; print its first admin token", projectCreate},
 		{"project list", "[-data DIR]", "list the projects", projectList},
 		{"project restore", "[-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] [-litestream BIN] SLUG", "restore a project from a snapshot file or a Litestream replica", projectRestore},
