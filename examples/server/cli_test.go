@@ -127,6 +127,7 @@ func TestUsageErrorsAreReportedOnce(t *testing.T) {
 		{[]string{"token", "revoke", "-data", "d"}, "token revoke: missing SLUG TOKEN_ID; usage: server token revoke"},
 		{[]string{"token", "list", "acme", "extra"}, `token list: unexpected argument "extra"; usage: server token list [-data DIR] SLUG`},
 		{[]string{"version", "x"}, `version: unexpected argument "x"; usage: server version`},
+		{[]string{"token", "create", "-role", "", "acme"}, `invalid value "" for flag -role`},
 		{[]string{"project", "sync", "-timeout", "0", "acme"}, "-timeout"},
 		{[]string{"project", "sync", "-timeout", "-1s", "acme"}, "-timeout"},
 		{[]string{"-bogus"}, "-bogus"},

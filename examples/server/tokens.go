@@ -14,10 +14,13 @@ func tokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlags("token create")
 	data := fs.String("data", defaultDataDir, "data folder")
 	role := fs.String("role", string(projectdata.RoleWrite), "role: admin, write or read")
-	name := fs.String("name", "", "token name")
+	name := fs.String("name", "", "token name (default: api-token)")
 	rest, err := parseFlags(fs, args, 1, stdout)
 	if err != nil {
 		return err
+	}
+	if *role == "" { // given so: the Store would read it as the default
+		return flagError(fs, "role", "want admin, write or read")
 	}
 	store, err := openExisting(*data)
 	if err != nil {
