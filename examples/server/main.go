@@ -35,9 +35,8 @@ const defaultDataDir = "./data"
 
 // command is one subcommand: its name (one or two words), the synopsis of
 // its flags and arguments (every flag, then the arguments' names), one
-// line for help, and what runs it. stdout gets only what
-// the command prints for its caller (a token, a list); diagnostics go to
-// stderr.
+// line for help, and what runs it. stdout gets only what the command
+// prints for its caller (a token, a list); diagnostics go to stderr.
 type command struct {
 	name, synopsis, summary string
 	run                     func(ctx context.Context, args []string, stdout, stderr io.Writer) error

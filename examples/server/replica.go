@@ -339,10 +339,10 @@ func (r *replicator) supervise() {
 
 // Stop stops the child with SIGTERM, so that Litestream syncs what it has
 // not yet replicated, waits for it (killing it after timeout) and releases
-// the data folder's replication lock. Call it
-// once no write can come any more, and before the Store closes: closing
-// the last connection to a database checkpoints its WAL away, and
-// Litestream's final sync reads the WAL.
+// the data folder's replication lock. Call it once no write can come any
+// more, and before the Store closes: closing the last connection to a
+// database checkpoints its WAL away, and Litestream's final sync reads the
+// WAL.
 func (r *replicator) Stop(timeout time.Duration) error {
 	r.mu.Lock()
 	if r.stopped {
