@@ -372,7 +372,8 @@ func checkRestoredSchema(c *conn) (reason string, err error) {
 
 // tableShapes describes the tables of the database on c, by lower-case
 // name: the control tables (control) or the application tables (the
-// others, SQLite's own left out). A table's shape lists its columns
+// others, SQLite's own and Litestream's, which it adds to every database
+// it replicates, left out). A table's shape lists its columns
 // (name, declared type, NOT NULL, primary key, hidden or generated) and, for a control table,
 // its indexes; for an application table, its UNIQUE columns (its
 // indexes, managed or not, do not matter). A virtual table's shape is "virtual".
@@ -380,7 +381,7 @@ func tableShapes(c *conn, control bool) (map[string]string, error) {
 	type table struct{ name, sql string }
 	var tables []table
 	err := c.query(`SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'
-		AND (name LIKE '\_pd\_%' ESCAPE '\') = ?`, []any{control}, func(st *sqlite3.Stmt) error {
+		AND name NOT LIKE '\_litestream\_%' ESCAPE '\' AND (name LIKE '\_pd\_%' ESCAPE '\') = ?`, []any{control}, func(st *sqlite3.Stmt) error {
 		tables = append(tables, table{st.ColumnText(0), st.ColumnText(1)})
 		return nil
 	})

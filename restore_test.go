@@ -83,6 +83,16 @@ func TestRestoreProject(t *testing.T) {
 		pdtest.CheckRowCounts(t, dstDir, "copy")
 		is.Equal(pdtest.FileSum(t, srcDir, "acme"), before) // only read
 	})
+	t.Run("KeepsLitestreamsTables", func(t *testing.T) {
+		is := is.New(t)
+		src, _ := pdtest.NewProject(t, nil)
+		// As Litestream leaves them in every database it replicates.
+		path := edited(`CREATE TABLE _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER);
+			CREATE TABLE _litestream_lock (id INTEGER)`)(t, newestSnapshot(t, src))
+		dst, _ := pdtest.Open(t, nil)
+		_, err := dst.RestoreProject(ctx, "copy", path)
+		is.NoErr(err)
+	})
 	t.Run("CountsRowsAfresh", func(t *testing.T) {
 		is := is.New(t)
 		src, _ := pdtest.NewProject(t, nil)
