@@ -19,10 +19,12 @@ const (
 // logBuffer gathers the server's log lines so that a busy server writes
 // its access log in one write per logFlushEvery or logBufferBytes, not one
 // per request (a write per request cost the server a tenth of its reads
-// per second under load). A line at WARN or above is written at once with
-// those before it (see newBufferedLogger), so that what went wrong is not
-// lost or late; INFO lines buffered when the process is killed (SIGKILL)
-// are lost. Flush writes what is buffered; serve flushes before it returns.
+// per second under load). Only the HTTP handler's INFO lines (the access
+// log) wait: any other line is written at once with those before it (see
+// newBufferedLoggers), so that what went wrong, and what the server and
+// its replicator do, is neither lost nor late; access lines buffered when
+// the process is killed (SIGKILL) are lost. Flush writes what is buffered;
+// serve flushes before it returns.
 type logBuffer struct {
 	mu    sync.Mutex
 	out   io.Writer
@@ -69,31 +71,35 @@ func (b *logBuffer) flushLocked() {
 	}
 }
 
-// newBufferedLogger returns the server's logger, text lines to out through
-// a logBuffer, and the buffer, to flush at exit.
-func newBufferedLogger(out io.Writer) (*slog.Logger, *logBuffer) {
-	buf := &logBuffer{out: out, every: logFlushEvery}
-	return slog.New(flushingHandler{slog.NewTextHandler(buf, nil), buf}), buf
+// newBufferedLoggers returns the server's loggers, text lines to out
+// through one logBuffer (so that their lines keep their order), and the
+// buffer, to flush at exit: logger writes every line at once, access (the
+// HTTP handler's) lets its INFO lines wait.
+func newBufferedLoggers(out io.Writer) (logger, access *slog.Logger, buf *logBuffer) {
+	buf = &logBuffer{out: out, every: logFlushEvery}
+	text := slog.NewTextHandler(buf, nil)
+	return slog.New(flushingHandler{text, buf, slog.LevelDebug}), slog.New(flushingHandler{text, buf, slog.LevelWarn}), buf
 }
 
-// flushingHandler flushes its buffer after a record at WARN or above.
+// flushingHandler flushes its buffer after a record at level from or above.
 type flushingHandler struct {
 	slog.Handler
-	buf *logBuffer
+	buf  *logBuffer
+	from slog.Level
 }
 
 func (h flushingHandler) Handle(ctx context.Context, r slog.Record) error {
 	err := h.Handler.Handle(ctx, r)
-	if r.Level >= slog.LevelWarn {
+	if r.Level >= h.from {
 		h.buf.Flush()
 	}
 	return err
 }
 
 func (h flushingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return flushingHandler{h.Handler.WithAttrs(attrs), h.buf}
+	return flushingHandler{h.Handler.WithAttrs(attrs), h.buf, h.from}
 }
 
 func (h flushingHandler) WithGroup(name string) slog.Handler {
-	return flushingHandler{h.Handler.WithGroup(name), h.buf}
+	return flushingHandler{h.Handler.WithGroup(name), h.buf, h.from}
 }

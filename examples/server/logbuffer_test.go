@@ -14,8 +14,8 @@ import (
 func TestLogBufferHoldsInfoAndWritesWarningsAtOnce(t *testing.T) {
 	is := is.New(t)
 	var out pdtest.LockedBuffer
-	logger, logs := newBufferedLogger(&out)
-	logs.every = time.Hour // only a warning, a full buffer or Flush writes
+	server, logger, logs := newBufferedLoggers(&out)
+	logs.every = time.Hour // only a warning, a server's line, a full buffer or Flush writes
 
 	logger.Info("request", "n", 1)
 	is.Equal(out.String(), "") // held
@@ -24,6 +24,12 @@ func TestLogBufferHoldsInfoAndWritesWarningsAtOnce(t *testing.T) {
 	is.Equal(len(lines), 2) // the warning and the line before it, in order
 	is.True(strings.Contains(lines[0], "msg=request n=1"))
 	is.True(strings.Contains(lines[1], "level=WARN msg=trouble project=acme"))
+	logger.Info("request", "n", 2)
+	server.Info("litestream started", "pid", 7) // the server's own lines are not held
+	lines = strings.Split(strings.TrimSpace(out.String()), "\n")
+	is.Equal(len(lines), 4)
+	is.True(strings.Contains(lines[2], "msg=request n=2"))
+	is.True(strings.Contains(lines[3], `msg="litestream started" pid=7`))
 
 	before := len(out.String())
 	for i := 0; len(out.String()) == before; i++ { // a full buffer is written
@@ -40,7 +46,7 @@ func TestLogBufferHoldsInfoAndWritesWarningsAtOnce(t *testing.T) {
 func TestLogBufferWritesInfoWithinItsInterval(t *testing.T) {
 	is := is.New(t)
 	var out pdtest.LockedBuffer
-	logger, logs := newBufferedLogger(&out)
+	_, logger, logs := newBufferedLoggers(&out)
 	logs.every = time.Millisecond
 	logger.Info("request", "n", 1)
 	deadline := time.Now().Add(5 * time.Second)

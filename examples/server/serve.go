@@ -96,7 +96,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 			return fmt.Errorf("-replica: %w", err)
 		}
 	}
-	logger, logs := newBufferedLogger(stderr)
+	logger, accessLog, logs := newBufferedLoggers(stderr)
 	defer logs.Flush() // deferred first: runs last
 	tcp, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -129,7 +129,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 			return err
 		}
 	}
-	opts := &httpapi.Options{Logger: logger}
+	opts := &httpapi.Options{Logger: accessLog}
 	if cfg.metrics {
 		opts.Metrics = prommetrics.New(store)
 	}
