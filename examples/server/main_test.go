@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -73,6 +75,18 @@ func TestBootstrapCreatesDemoOnce(t *testing.T) {
 	out.Reset()
 	is.NoErr(bootstrapDemo(context.Background(), store, &out))
 	is.Equal(out.Len(), 0)
+
+	// A folder whose one project cannot be read gets no demo, and serves.
+	dir := t.TempDir()
+	is.NoErr(os.MkdirAll(filepath.Join(dir, "bad"), 0o755))
+	is.NoErr(os.WriteFile(filepath.Join(dir, "bad", "project.db"), []byte("not a database, but long enough to be read as one"), 0o644))
+	damaged, err := projectdata.Open(dir, nil)
+	is.NoErr(err)
+	defer damaged.Close()
+	is.NoErr(bootstrapDemo(context.Background(), damaged, &out))
+	is.Equal(out.Len(), 0)
+	_, err = os.Stat(filepath.Join(dir, "demo"))
+	is.True(os.IsNotExist(err))
 }
 
 func TestShutdownDrainsRequestsInFlight(t *testing.T) {

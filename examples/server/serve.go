@@ -189,7 +189,9 @@ func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 func bootstrapDemo(ctx context.Context, store *projectdata.Store, stdout io.Writer) error {
 	projects, err := store.ListProjects(ctx)
 	if err != nil || len(projects) > 0 {
-		return err
+		// A project that cannot be read (err names it) is a project
+		// too: no demo beside it, and the server serves the others.
+		return nil
 	}
 	_, tok, err := store.CreateProject(ctx, "demo", "Demo")
 	if err != nil {
