@@ -42,7 +42,9 @@ import (
 // only projects it does not serve).
 //
 // Like CreateProject it is the embedding application's operation (or the
-// server's command line): a context carrying a caller is refused.
+// server's command line): a context carrying a caller is refused. It stops
+// when ctx ends, during the copy and the checks too, with ctx's error and
+// nothing left behind.
 //
 // Errors: ErrInvalidProjectSlug, ErrProjectExists, ErrInvalidRequest (src
 // is missing, unreadable or not a sound project database),
@@ -64,10 +66,10 @@ func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, 
 	defer os.RemoveAll(tmp) // a no-op once renamed into place
 
 	dbPath := filepath.Join(tmp, dbFileName)
-	if err := copyRestoreSource(src, dbPath); err != nil {
+	if err := copyRestoreSource(ctx, src, dbPath); err != nil {
 		return Project{}, err
 	}
-	proj, err := s.adoptRestored(dbPath, slug)
+	proj, err := s.adoptRestored(ctx, dbPath, slug)
 	if err != nil {
 		return Project{}, err
 	}
@@ -89,7 +91,7 @@ func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, 
 // or left so by a crash) is copied by SQLite's backup API on a read-only
 // connection instead, so that the copy holds the commits still in the log,
 // as of one commit even while another process writes to it.
-func copyRestoreSource(src, dst string) error {
+func copyRestoreSource(ctx context.Context, src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return errorf(ErrInvalidRequest, "restore source %q cannot be opened: %v", src, pathErrorReason(err))
@@ -99,14 +101,17 @@ func copyRestoreSource(src, dst string) error {
 		return errorf(ErrInvalidRequest, "restore source %q is not a regular file", src)
 	}
 	if info, err := os.Stat(src + "-wal"); err == nil && info.Size() > 0 {
-		return backupRestoreSource(src, dst)
+		return backupRestoreSource(ctx, src, dst)
 	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return errors.Wrap(err, "create restored database")
 	}
 	defer out.Close()
-	if _, err := io.Copy(out, in); err != nil {
+	if _, err := io.Copy(out, ctxReader{ctx, in}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return errors.Wrap(err, "copy restore source")
 	}
 	return errors.Wrap(out.Close(), "close restored database")
@@ -114,18 +119,35 @@ func copyRestoreSource(src, dst string) error {
 
 // backupRestoreSource copies the database src, its write-ahead log
 // included, to dst with SQLite's backup API.
-func backupRestoreSource(src, dst string) error {
+func backupRestoreSource(ctx context.Context, src, dst string) error {
 	db, err := sqlite3.OpenFlags(src, sqlite3.OPEN_READONLY|sqlite3.OPEN_EXRESCODE) // a link is followed, as for a copy
 	if err == nil {
+		db.SetInterrupt(ctx)
 		err = db.Backup("main", dst)
 		if cerr := db.Close(); err == nil {
 			err = cerr
 		}
 	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err != nil {
 		return errorf(ErrInvalidRequest, "the restore source is not a sound project database: with its write-ahead log, %s", sqliteMessage(err))
 	}
 	return nil
+}
+
+// ctxReader is a reader that stops once its context ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }
 
 // pathErrorReason is the reason of a file system error without the path,
@@ -141,14 +163,18 @@ func pathErrorReason(err error) error {
 // adoptRestored checks the copied database at path and makes it project
 // slug's: integrity, control tables and project row, then the control
 // schema migrated and the slug recorded.
-func (s *Store) adoptRestored(path, slug string) (proj Project, err error) {
+func (s *Store) adoptRestored(ctx context.Context, path, slug string) (proj Project, err error) {
 	unsound := func(reason string, args ...any) error {
+		if ctx.Err() != nil { // interrupted, not unsound
+			return ctx.Err()
+		}
 		return errorf(ErrInvalidRequest, "the restore source is not a sound project database: "+reason, args...)
 	}
 	c, err := openConn(path, false, s.opts.BusyTimeout)
 	if err != nil {
 		return proj, unsound("%s", sqliteMessage(err))
 	}
+	c.db.SetInterrupt(ctx) // integrity_check reads the whole file
 	defer func() {
 		// Closing the last connection checkpoints the WAL into the file.
 		if cerr := c.close(); err == nil && cerr != nil {
