@@ -197,16 +197,25 @@ func TestCommandsOtherThanServeCreateNoDataFolder(t *testing.T) {
 	}
 }
 
+// cliIn returns a runner of the command line on the data folder dir: it
+// runs the command its arguments give, fails the test if it fails, and
+// returns what it printed on stdout.
+func cliIn(t *testing.T, dir string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(context.Background(), append(args, "-data", dir), &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+}
+
 func TestProjectAndTokenLists(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
 	ctx := context.Background()
-	cli := func(args ...string) string {
-		t.Helper()
-		var out bytes.Buffer
-		is.NoErr(run(ctx, append(args, "-data", dir), &out, io.Discard))
-		return out.String()
-	}
+	cli := cliIn(t, dir)
 	admin := cli("project", "create", "-name", "Acme Inc", "acme")
 	cli("project", "create", "beta")
 	reader := cli("token", "create", "-role", "read", "-name", "ci", "acme")
@@ -247,13 +256,7 @@ func TestProjectAndTokenLists(t *testing.T) {
 func TestListingsQuoteNamesATerminalWouldNotShow(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
-	ctx := context.Background()
-	cli := func(args ...string) string {
-		t.Helper()
-		var out bytes.Buffer
-		is.NoErr(run(ctx, append(args, "-data", dir), &out, io.Discard))
-		return out.String()
-	}
+	cli := cliIn(t, dir)
 	evil := "Evil\nforged  Row  2026-01-01T00:00:00.000Z\x1b[31mRED"
 	cli("project", "create", "-name", evil, "acme")
 	for _, name := range []string{"ci\nforged", "\x1b[2J", "   ", "tab\there"} {
