@@ -261,3 +261,51 @@ func openRawFile(t *testing.T, path string) *sqlite3.Conn {
 	}
 	return c
 }
+
+// TestRestoreAfterEverySchemaChange: the restore checks (see
+// checkRestoredSchema) take a project that went through every kind of
+// schema change the Store makes, rebuilds included.
+func TestRestoreAfterEverySchemaChange(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, nil)
+	up := func(table, col string, u projectdata.ColumnUpdate) {
+		t.Helper()
+		_, err := s.UpdateColumn(ctx, "acme", table, col, u)
+		is.NoErr(err)
+	}
+	_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "items", Columns: []projectdata.ColumnDef{
+		{Name: "name", NotNull: true, Default: "x"}, {Name: "qty", Type: "INTEGER", Unique: true}, {Name: "price", Type: "REAL"},
+		{Name: "n", Type: "NUMERIC"}, {Name: "ok", Type: "BOOLEAN", Default: true}, {Name: "at", Type: "DATETIME"}, {Name: "later"},
+	}})
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "codes", Columns: []projectdata.ColumnDef{{Name: "code", Primary: true}, {Name: "label"}}})
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "empty", Columns: []projectdata.ColumnDef{{Name: "k", Type: "INTEGER", Primary: true}, {Name: "v"}}})
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "items", []projectdata.Row{{"name": "a", "qty": 1, "price": 2.5, "n": 3}, {"qty": 2, "n": 4}})
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "codes", []projectdata.Row{{"code": "A", "label": "a"}})
+	is.NoErr(err)
+	_, err = s.AddColumn(ctx, "acme", "items", projectdata.ColumnDef{Name: "extra", NotNull: true, Default: 0, Type: "INTEGER"})
+	is.NoErr(err)
+	_, err = s.AddColumn(ctx, "acme", "items", projectdata.ColumnDef{Name: "u", Unique: true})
+	is.NoErr(err)
+	up("items", "price", projectdata.ColumnUpdate{Name: projectdata.Update[string]{Set: true, To: "cost"}})
+	up("items", "later", projectdata.ColumnUpdate{Type: projectdata.Update[string]{Set: true, To: "integer"}})
+	up("codes", "label", projectdata.ColumnUpdate{Unique: projectdata.Update[bool]{Set: true, To: true}})
+	up("items", "qty", projectdata.ColumnUpdate{Unique: projectdata.Update[bool]{Set: true, To: false}})
+	up("items", "n", projectdata.ColumnUpdate{Nullable: projectdata.Update[bool]{Set: true, To: false}, Default: projectdata.Update[any]{Set: true, To: 3}})
+	up("items", "ok", projectdata.ColumnUpdate{Default: projectdata.Update[any]{Set: true, To: nil}})
+	up("empty", "k", projectdata.ColumnUpdate{Type: projectdata.Update[string]{Set: true, To: "TEXT"}})
+	_, err = s.CreateIndex(ctx, "acme", "items", projectdata.IndexRequest{Columns: []string{"cost"}, Unique: true})
+	is.NoErr(err)
+	_, err = s.CreateIndex(ctx, "acme", "items", projectdata.IndexRequest{Columns: []string{"name", "qty"}})
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "gone", Columns: []projectdata.ColumnDef{{Name: "x"}}})
+	is.NoErr(err)
+	_, err = s.DeleteTable(ctx, "acme", "gone")
+	is.NoErr(err)
+	dst, _ := pdtest.Open(t, nil)
+	_, err = dst.RestoreProject(ctx, "copy", newestSnapshot(t, s))
+	is.NoErr(err)
+}
