@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
@@ -27,17 +28,23 @@ type Project struct {
 
 const maxProjectNameLen = 200
 
-// checkProjectName validates a display name: non-blank, at most 200 bytes.
+// checkProjectName validates a display name, which it returns without
+// surrounding white space: non-blank, at most 200 bytes, without control
+// characters (a newline or an escape sequence in a name would forge rows
+// and drive terminals in the listings of operators' tools).
 func checkProjectName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		return "", errorf(ErrInvalidProjectName, "project_name must be a non-empty string")
 	}
-	if !utf8.ValidString(name) || len(name) > maxProjectNameLen {
-		return "", errorf(ErrInvalidProjectName, "project_name must be valid UTF-8 of at most %d bytes", maxProjectNameLen)
+	if !utf8.ValidString(name) || len(name) > maxProjectNameLen || hasControl(name) {
+		return "", errorf(ErrInvalidProjectName, "project_name must be valid UTF-8 of at most %d bytes, without control characters", maxProjectNameLen)
 	}
 	return name, nil
 }
+
+// hasControl reports whether s holds a control character (C0, DEL or C1).
+func hasControl(s string) bool { return strings.ContainsFunc(s, unicode.IsControl) }
 
 // CreateProject creates a project and its first token, with the admin role.
 // An empty name means the slug. The project appears whole or not at all: it

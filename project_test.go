@@ -141,6 +141,7 @@ func TestGetProject(t *testing.T) {
 func TestRenameProject(t *testing.T) {
 	for _, c := range []struct{ name, value string }{
 		{"Empty", ""}, {"Blank", "  \t "}, {"TooLong", strings.Repeat("x", 201)}, {"InvalidUTF8", "a\xffb"},
+		{"Newline", "Evil\nforged  Row"}, {"Escape", "\x1b[31mRED"}, {"C1Control", "a\u009bb"},
 	} {
 		t.Run("Refuses"+c.name, func(t *testing.T) {
 			is := is.New(t)

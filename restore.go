@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/pkg/errors"
@@ -390,7 +391,7 @@ func checkRestoredSchema(c *conn) (reason string, err error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := checkProjectName(p.Name); err != nil {
+	if strings.TrimSpace(p.Name) == "" || !utf8.ValidString(p.Name) { // a name of an older release may hold control characters
 		return fmt.Sprintf("its project name %.60q is not valid", p.Name), nil
 	}
 	return "", nil

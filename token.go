@@ -194,7 +194,8 @@ type CreatedToken struct {
 
 // NewToken describes a token to create. Every field is optional.
 type NewToken struct {
-	// Name of the token. Empty: "api-token".
+	// Name of the token, without surrounding white space. Empty:
+	// "api-token"; blank, or with control characters: ErrInvalidRequest.
 	Name string
 	// Type must be empty or TokenType.
 	Type string
@@ -242,8 +243,11 @@ func (s *Store) insertToken(c *conn, req NewToken) (CreatedToken, error) {
 	if req.Name == "" {
 		req.Name = "api-token"
 	}
-	if !utf8.ValidString(req.Name) || len(req.Name) > maxTokenNameLen {
-		return CreatedToken{}, errorf(ErrInvalidRequest, "token_name must be valid UTF-8 of at most %d bytes", maxTokenNameLen)
+	if req.Name = strings.TrimSpace(req.Name); req.Name == "" {
+		return CreatedToken{}, errorf(ErrInvalidRequest, "token_name must not be blank")
+	}
+	if !utf8.ValidString(req.Name) || len(req.Name) > maxTokenNameLen || hasControl(req.Name) {
+		return CreatedToken{}, errorf(ErrInvalidRequest, "token_name must be valid UTF-8 of at most %d bytes, without control characters", maxTokenNameLen)
 	}
 	now := s.now()
 	var expires *Timestamp

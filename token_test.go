@@ -30,6 +30,17 @@ func TestCreateToken(t *testing.T) {
 		is.Equal(c.Role, projectdata.RoleWrite)
 		is.Equal(c.TokenID, tok.TokenID)
 	})
+	t.Run("NamesAreTrimmedAndPrintable", func(t *testing.T) {
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, nil)
+		tok, err := s.CreateToken(ctx, "acme", projectdata.NewToken{Name: "  ci "})
+		is.NoErr(err)
+		is.Equal(tok.TokenName, "ci")
+		for _, name := range []string{"   ", "ci\nforged", "\x1b[2J", "a\u009bb"} {
+			_, err := s.CreateToken(ctx, "acme", projectdata.NewToken{Name: name})
+			pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+		}
+	})
 	t.Run("KeepsOtherTokensValid", func(t *testing.T) {
 		is := is.New(t)
 		s, admin := pdtest.NewProject(t, nil)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/projectdata/projectdata"
 	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/internal/pdtest"
 )
 
 // TestMain lets the tests run the server as a separate process: the test
@@ -251,23 +252,34 @@ func TestProjectAndTokenLists(t *testing.T) {
 }
 
 // TestListingsQuoteNamesATerminalWouldNotShow: a name with a newline or an
-// escape sequence (accepted by the Store, over HTTP too) is printed quoted,
-// so that it can neither forge a row nor drive the operator's terminal.
+// escape sequence, which the Store now refuses but a database of an older
+// release may hold, is printed quoted, so that it can neither forge a row
+// nor drive the operator's terminal.
 func TestListingsQuoteNamesATerminalWouldNotShow(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
 	cli := cliIn(t, dir)
 	evil := "Evil\nforged  Row  2026-01-01T00:00:00.000Z\x1b[31mRED"
-	cli("project", "create", "-name", evil, "acme")
-	for _, name := range []string{"ci\nforged", "\x1b[2J", "   ", "tab\there"} {
-		cli("token", "create", "-name", name, "acme")
+	err := run(context.Background(), []string{"project", "create", "-data", dir, "-name", evil, "acme"}, io.Discard, io.Discard)
+	is.True(errors.Is(err, projectdata.ErrInvalidProjectName)) // refused now
+	cli("project", "create", "acme")
+	names := []string{"ci\nforged", "\x1b[2J", "   ", "tab\there"}
+	for range names {
+		cli("token", "create", "acme")
 	}
+	// As an older release stored them.
+	raw := pdtest.Raw(t, dir, "acme")
+	pdtest.Exec(t, raw, `UPDATE _pd_project SET name = 'Evil' || char(10) || 'forged  Row  2026-01-01T00:00:00.000Z' || char(27) || '[31mRED'`)
+	pdtest.Exec(t, raw, `UPDATE _pd_tokens SET name = CASE id WHEN 2 THEN 'ci' || char(10) || 'forged' WHEN 3 THEN char(27) || '[2J'
+		WHEN 4 THEN '   ' WHEN 5 THEN 'tab' || char(9) || 'here' ELSE name END`)
+	raw.Close()
+
 	projects := cli("project", "list")
 	is.Equal(strings.Count(projects, "\n"), 2) // header and one row
 	is.True(strings.Contains(projects, strconv.Quote(evil)))
 	tokens := cli("token", "list", "acme")
 	is.Equal(strings.Count(tokens, "\n"), 6) // header and five rows
-	for _, name := range []string{"ci\nforged", "\x1b[2J", "   ", "tab\there"} {
+	for _, name := range names {
 		is.True(strings.Contains(tokens, strconv.Quote(name)))
 	}
 	is.True(!strings.ContainsAny(projects+tokens, "\x1b\t"))
