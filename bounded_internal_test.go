@@ -180,10 +180,15 @@ func TestEncodedSizeIsExact(t *testing.T) {
 	}
 	for _, key := range []string{"k", "<key>", "ключ", "a\"b"} {
 		for _, v := range values {
-			b, err := json.Marshal(Row{key: v})
+			b, err := json.Marshal(map[string]any{key: v})
 			is.NoErr(err)
-			if got, want := encodedSize(key, v), len(b)-1; got != want { // the row's opening brace is not the value's
+			if got, want := encodedSize(key, v), len(b)-1; got != want { // the object's opening brace is not the value's
 				t.Errorf("encodedSize(%q, %#v) = %d, want %d (%s)", key, v, got, want, b)
+			}
+			b, err = json.Marshal(Row{key: v}) // a REAL with a fraction or an exponent
+			is.NoErr(err)
+			if got, want := rowValueSize(key, v), len(b)-1; got != want {
+				t.Errorf("rowValueSize(%q, %#v) = %d, want %d (%s)", key, v, got, want, b)
 			}
 		}
 	}

@@ -59,7 +59,7 @@ func (c Change) jsonSize() int {
 	default:
 		n++ // the opening brace; encodedSize counts each value's comma or the closing brace
 		for k, v := range c.Row {
-			n += encodedSize(k, v)
+			n += rowValueSize(k, v)
 		}
 	}
 	var at [40]byte

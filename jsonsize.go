@@ -74,6 +74,24 @@ func jsonStringSize[S string | []byte](s S) int {
 	return n
 }
 
+// rowValueSize is encodedSize for a row's value, whose float64 is written
+// as appendRealJSON writes it.
+func rowValueSize(key string, v any) int {
+	if f, ok := v.(float64); ok {
+		return jsonStringSize(key) + 2 + realJSONSize(f)
+	}
+	return encodedSize(key, v)
+}
+
+// realJSONSize is the size of f as appendRealJSON writes it.
+func realJSONSize(f float64) int {
+	n := jsonFloatSize(f)
+	if !math.IsNaN(f) && !math.IsInf(f, 0) && f == math.Trunc(f) && (f == 0 || math.Abs(f) < 1e21) {
+		n += 2 // ".0": integral, in fixed notation
+	}
+	return n
+}
+
 // jsonFloatSize is the size of f as encoding/json writes it. A value JSON
 // cannot hold (NaN, ±Inf) never reaches the encoder: columnValue returns
 // it as text.

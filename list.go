@@ -504,7 +504,7 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 			row = make(Row, pl.out)
 			for i, col := range pl.sel[:pl.out] {
 				v := columnValue(st, i)
-				rowSize += encodedSize(col.Name, v)
+				rowSize += rowValueSize(col.Name, v)
 				row[col.Name] = v
 			}
 		} else {

@@ -515,7 +515,7 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 			size += 2 // the row's braces or the comma before it
 			for i, name := range res.Columns {
 				v := columnValue(st, i)
-				size += encodedSize(name, v)
+				size += rowValueSize(name, v)
 				row[name] = v
 			}
 			res.Rows = append(res.Rows, row)

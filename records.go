@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"math"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,6 +24,52 @@ import (
 // BOOLEAN as 0/1), float64 (REAL) or string (TEXT, and DATETIME as text);
 // NUMERIC gives int64 or float64.
 type Row map[string]any
+
+// MarshalJSON encodes the row as encoding/json encodes a map (keys sorted),
+// but for a float64, which is written with a fraction or an exponent (2.0,
+// never 2), so that a REAL decodes as a float again, as the Store returns
+// it, and not as an integer. A value JSON cannot hold (NaN, ±Inf, a
+// channel) is an error, as with encoding/json. Strings are written as they
+// are: encoding/json makes them HTML-safe after, unless its Encoder was
+// told not to (SetEscapeHTML).
+func (r Row) MarshalJSON() ([]byte, error) {
+	if r == nil {
+		return []byte("null"), nil
+	}
+	b := []byte{'{'}
+	var other *json.Encoder // for values of other types than the Store's
+	var buf bytes.Buffer
+	for i, k := range slices.Sorted(maps.Keys(r)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendJSONText(b, k, false), ':')
+		switch v := r[k].(type) {
+		case nil:
+			b = append(b, "null"...)
+		case string:
+			b = appendJSONText(b, v, false)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case float64:
+			var fits bool
+			if b, fits = appendRealJSON(b, v); !fits {
+				return nil, &json.UnsupportedValueError{Value: reflect.ValueOf(v), Str: strconv.FormatFloat(v, 'g', -1, 64)}
+			}
+		default:
+			if other == nil {
+				other = json.NewEncoder(&buf)
+				other.SetEscapeHTML(false)
+			}
+			buf.Reset()
+			if err := other.Encode(v); err != nil {
+				return nil, err
+			}
+			b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+		}
+	}
+	return append(b, '}'), nil
+}
 
 // UnmarshalJSON decodes a JSON object keeping numbers exact (json.Number),
 // so integers keep their full int64 precision. null is a nil Row. Anything

@@ -1,9 +1,11 @@
 package projectdata_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -846,4 +848,25 @@ func TestLikePatternAtItsLimit(t *testing.T) {
 	_, err = s.Insert(ctx, "acme", "people", []projectdata.Row{{"name": "eve"}})
 	is.NoErr(err)
 	is.Equal(total(t, s, "people"), int64(6))
+}
+
+func TestRowJSON(t *testing.T) {
+	is := is.New(t)
+	row := projectdata.Row{"r": 2.0, "half": 0.5, "big": 1e21, "neg": -3.0, "n": int64(2), "s": "a<b>&c\u2028", "nil": nil, "ok": true}
+	b, err := json.Marshal(row)
+	is.NoErr(err)
+	is.Equal(string(b), `{"big":1e+21,"half":0.5,"n":2,"neg":-3.0,"nil":null,"ok":true,"r":2.0,"s":"a\u003cb\u003e\u0026c\u2028"}`)
+	var sent bytes.Buffer
+	enc := json.NewEncoder(&sent)
+	enc.SetEscapeHTML(false) // as the Go client sends rows
+	is.NoErr(enc.Encode(row))
+	is.Equal(sent.String(), `{"big":1e+21,"half":0.5,"n":2,"neg":-3.0,"nil":null,"ok":true,"r":2.0,"s":"a<b>&c\u2028"}`+"\n")
+	var back projectdata.Row
+	is.NoErr(json.Unmarshal(b, &back))
+	is.Equal(back["r"], json.Number("2.0")) // a float again, for whoever reads it
+	_, err = json.Marshal(projectdata.Row{"x": math.Inf(1)})
+	is.True(err != nil)
+	b, err = json.Marshal(projectdata.Row(nil))
+	is.NoErr(err)
+	is.Equal(string(b), "null")
 }

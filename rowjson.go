@@ -1,6 +1,7 @@
 package projectdata
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -147,7 +148,7 @@ func bigRowSize(k *rowKeys, st *sqlite3.Stmt) (size int, big bool) {
 		case sqlite3.INTEGER:
 			size += len(strconv.AppendInt(digits[:0], st.ColumnInt64(pos), 10))
 		case sqlite3.FLOAT:
-			size += jsonFloatSize(st.ColumnFloat(pos))
+			size += realJSONSize(st.ColumnFloat(pos))
 		case sqlite3.TEXT:
 			size += jsonStringSize(st.ColumnRawText(pos))
 		case sqlite3.BLOB:
@@ -201,7 +202,7 @@ func appendColumnJSON(dst []byte, st *sqlite3.Stmt, i int) ([]byte, bool) {
 	case sqlite3.INTEGER:
 		return strconv.AppendInt(dst, st.ColumnInt64(i), 10), true
 	case sqlite3.FLOAT:
-		return appendJSONFloat(dst, st.ColumnFloat(i))
+		return appendRealJSON(dst, st.ColumnFloat(i))
 	case sqlite3.TEXT:
 		return appendHTMLSafeBytes(dst, st.ColumnRawText(i)), true
 	case sqlite3.BLOB:
@@ -214,6 +215,18 @@ func appendColumnJSON(dst []byte, st *sqlite3.Stmt, i int) ([]byte, bool) {
 		return append(dst, '"'), true
 	}
 	return append(dst, "null"...), true
+}
+
+// appendRealJSON appends f as a row's value: as appendJSONFloat, with ".0"
+// after a number written without a fraction or an exponent (see
+// Row.MarshalJSON).
+func appendRealJSON(dst []byte, f float64) ([]byte, bool) {
+	start := len(dst)
+	dst, ok := appendJSONFloat(dst, f)
+	if ok && !bytes.ContainsAny(dst[start:], ".eE") {
+		dst = append(dst, ".0"...)
+	}
+	return dst, ok
 }
 
 // appendJSONFloat appends f as encoding/json writes a float64: the
@@ -259,12 +272,18 @@ func appendHTMLSafeBytes(dst []byte, s []byte) []byte {
 // \u003c \u003e \u0026, U+2028 and U+2029, and each byte of invalid UTF-8
 // as \ufffd.
 func appendHTMLSafe[S string | []byte](dst []byte, s S) []byte {
+	return appendJSONText(dst, s, true)
+}
+
+// appendJSONText is appendHTMLSafe, but for <, > and &, which it escapes
+// only when html is set.
+func appendJSONText[S string | []byte](dst []byte, s S, html bool) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
 				i++
 				continue
 			}

@@ -37,7 +37,7 @@ func TestEncodedRowCountsAsItsRow(t *testing.T) {
 		}
 		want := 2
 		for i, name := range names {
-			want += encodedSize(name, columnValue(st, i))
+			want += rowValueSize(name, columnValue(st, i))
 		}
 		var r jsonRows
 		if got, _ := r.appendRow(&k, st, names, math.MaxInt); got != want {

@@ -54,6 +54,35 @@ func TestNumbersKeepTheirType(t *testing.T) {
 	is.Equal(row, pd.Row{"id": int64(1), "real": 2.0, "exp": 1000.0, "EXP": 2.0, "half": 0.5, "huge": 18446744073709551616.0, "text": "2.0"})
 }
 
+// TestRealValuesStayFloats: an integral REAL (2.0) comes back float64 from
+// the server as from the Store, through every route that returns rows: the
+// server writes it 2.0, not 2.
+func TestRealValuesStayFloats(t *testing.T) {
+	is := is.New(t)
+	direct, remote, _ := pair(t, nil)
+	for _, a := range []API{direct, remote} {
+		_, _, err := a.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "r", Type: "REAL"}, {Name: "n", Type: "INTEGER"}}})
+		is.NoErr(err)
+		_, err = a.Insert(ctx, "acme", "t", []pd.Row{{"r": 2, "n": 2}})
+		is.NoErr(err)
+		row, err := a.GetRecord(ctx, "acme", "t", 1)
+		is.NoErr(err)
+		is.Equal(row, pd.Row{"id": int64(1), "r": 2.0, "n": int64(2)})
+		list, err := a.ListRecords(ctx, "acme", "t", pd.ListOptions{})
+		is.NoErr(err)
+		is.Equal(list.Rows[0], row)
+		updated, err := a.UpdateRecord(ctx, "acme", "t", 1, pd.Row{"n": 3})
+		is.NoErr(err)
+		is.Equal(updated["r"], 2.0)
+		q, err := a.Query(ctx, "acme", pd.QueryRequest{SQL: "SELECT r, 1.0 AS one, 1 AS n FROM t"})
+		is.NoErr(err)
+		is.Equal(q.Rows[0], pd.Row{"r": 2.0, "one": 1.0, "n": int64(1)})
+		changes, err := a.ListChanges(ctx, "acme", pd.ChangeQuery{})
+		is.NoErr(err)
+		is.Equal(changes.Changes[len(changes.Changes)-1].Row["r"], 2.0)
+	}
+}
+
 // TestAddPrimaryColumn: a primary key column cannot be added, over HTTP as
 // in process (is_primary travels as given).
 func TestAddPrimaryColumn(t *testing.T) {
