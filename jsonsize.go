@@ -86,8 +86,8 @@ func rowValueSize(key string, v any) int {
 // realJSONSize is the size of f as appendRealJSON writes it.
 func realJSONSize(f float64) int {
 	n := jsonFloatSize(f)
-	if !math.IsNaN(f) && !math.IsInf(f, 0) && f == math.Trunc(f) && (f == 0 || math.Abs(f) < 1e21) {
-		n += 2 // ".0": integral, in fixed notation
+	if !math.IsNaN(f) && !math.IsInf(f, 0) && writtenWithoutFraction(f) {
+		n += 2 // ".0"
 	}
 	return n
 }

@@ -65,7 +65,7 @@ func (s *Store) CreateProject(ctx context.Context, slug, name string) (Project, 
 	if err := ctx.Err(); err != nil {
 		return Project{}, CreatedToken{}, err
 	}
-	tmp, err := s.stageProject(slug, "creating")
+	tmp, err := s.stageProject(slug, stagingCreate)
 	if err != nil {
 		return Project{}, CreatedToken{}, err
 	}
@@ -107,8 +107,14 @@ func (s *Store) stageProject(slug, verb string) (string, error) {
 	return tmp, nil
 }
 
-// stagingVerbs name the temporary folders of stageProject.
-var stagingVerbs = []string{"creating", "restoring"}
+// The verbs that name the temporary folders of stageProject.
+const (
+	stagingCreate  = "creating"
+	stagingRestore = "restoring"
+)
+
+// stagingVerbs are all of them, for removeAbandonedStaging.
+var stagingVerbs = []string{stagingCreate, stagingRestore}
 
 // abandonedStagingAge is how long a temporary project folder (see
 // stageProject) must have gone unmodified before Open removes it as left

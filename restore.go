@@ -60,7 +60,7 @@ func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, 
 	if err := ctx.Err(); err != nil {
 		return Project{}, err
 	}
-	tmp, err := s.stageProject(slug, "restoring")
+	tmp, err := s.stageProject(slug, stagingRestore)
 	if err != nil {
 		return Project{}, err
 	}
@@ -207,13 +207,18 @@ func (s *Store) adoptRestored(ctx context.Context, path, slug string) (proj Proj
 	if err := check(checkRestoredObjects(c)); err != nil {
 		return proj, err
 	}
-	if _, err := readProject(c); err != nil {
+	src, err := readProject(c)
+	if err != nil {
 		return proj, unsound("it holds no project")
+	}
+	if strings.TrimSpace(src.Name) == "" || !utf8.ValidString(src.Name) { // a name of an older release may hold control characters
+		return proj, unsound("its project name %.60q is not valid", src.Name)
 	}
 	if err := migrate(c); err != nil {
 		return proj, unsound("%s", err)
 	}
-	if err := check(checkRestoredSchema(c)); err != nil {
+	sc, reason, err := checkRestoredSchema(c)
+	if err := check(reason, err); err != nil {
 		return proj, err
 	}
 	tx, err := c.db.BeginImmediate()
@@ -228,10 +233,6 @@ func (s *Store) adoptRestored(ctx context.Context, path, slug string) (proj Proj
 		return proj, err
 	}
 	// A copy edited by hand may hold any counts: count afresh.
-	sc, err := loadSchema(c)
-	if err != nil {
-		return proj, err
-	}
 	for _, t := range sc.tables {
 		if err := countRows(c, t.ID, t.quoted); err != nil {
 			return proj, errors.WithMessage(err, "count rows")
@@ -333,51 +334,51 @@ func checkRestoredObjects(c *conn) (reason string, err error) {
 // is refused instead of failing request after request: the control
 // tables, with their columns and indexes, are those of a new project's
 // database; the application tables are exactly the registry's, with its
-// columns in its order; tokens have known roles; the project's name is
-// valid. It returns the first difference found, "" when there is none.
-func checkRestoredSchema(c *conn) (reason string, err error) {
+// columns in its order; tokens have known roles. It returns the registry
+// and the first difference found, "" when there is none.
+func checkRestoredSchema(c *conn) (sc *schema, reason string, err error) {
 	want, err := newControlShape()
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	got, err := tableShapes(c, true)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	for name, shape := range want {
 		switch g, ok := got[name]; {
 		case !ok:
-			return fmt.Sprintf("control table %s is missing", name), nil
+			return nil, fmt.Sprintf("control table %s is missing", name), nil
 		case g != shape:
-			return fmt.Sprintf("control table %s differs from this release's", name), nil
+			return nil, fmt.Sprintf("control table %s differs from this release's", name), nil
 		}
 	}
 	for name := range got {
 		if _, ok := want[name]; !ok {
-			return fmt.Sprintf("it holds a control table %.60q that this release does not know", name), nil
+			return nil, fmt.Sprintf("it holds a control table %.60q that this release does not know", name), nil
 		}
 	}
 
-	sc, err := loadSchema(c)
+	sc, err = loadSchema(c)
 	if err != nil {
-		return fmt.Sprintf("its registry of tables cannot be read: %v", err), nil
+		return nil, fmt.Sprintf("its registry of tables cannot be read: %v", err), nil
 	}
 	apps, err := tableShapes(c, false)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	for _, t := range sc.tables {
 		shape, ok := apps[strings.ToLower(t.Name)]
 		if !ok {
-			return fmt.Sprintf("table %q of its registry is missing", t.Name), nil
+			return nil, fmt.Sprintf("table %q of its registry is missing", t.Name), nil
 		}
 		delete(apps, strings.ToLower(t.Name))
 		if shape != registryShape(t) {
-			return fmt.Sprintf("table %q differs from its registry's columns", t.Name), nil
+			return nil, fmt.Sprintf("table %q differs from its registry's columns", t.Name), nil
 		}
 	}
 	for name := range apps {
-		return fmt.Sprintf("it holds a table %.60q that its registry does not know", name), nil
+		return nil, fmt.Sprintf("it holds a table %.60q that its registry does not know", name), nil
 	}
 
 	var role string
@@ -385,16 +386,9 @@ func checkRestoredSchema(c *conn) (reason string, err error) {
 		role = st.ColumnText(0)
 		return nil
 	}); err != nil || role != "" {
-		return fmt.Sprintf("a token has the unknown role %.40q", role), err
+		return nil, fmt.Sprintf("a token has the unknown role %.40q", role), err
 	}
-	p, err := readProject(c)
-	if err != nil {
-		return "", err
-	}
-	if strings.TrimSpace(p.Name) == "" || !utf8.ValidString(p.Name) { // a name of an older release may hold control characters
-		return fmt.Sprintf("its project name %.60q is not valid", p.Name), nil
-	}
-	return "", nil
+	return sc, "", nil
 }
 
 // tableShapes describes the tables of the database on c, by lower-case

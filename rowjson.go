@@ -1,7 +1,6 @@
 package projectdata
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -221,12 +220,18 @@ func appendColumnJSON(dst []byte, st *sqlite3.Stmt, i int) ([]byte, bool) {
 // after a number written without a fraction or an exponent (see
 // Row.MarshalJSON).
 func appendRealJSON(dst []byte, f float64) ([]byte, bool) {
-	start := len(dst)
 	dst, ok := appendJSONFloat(dst, f)
-	if ok && !bytes.ContainsAny(dst[start:], ".eE") {
+	if ok && writtenWithoutFraction(f) {
 		dst = append(dst, ".0"...)
 	}
 	return dst, ok
+}
+
+// writtenWithoutFraction reports whether appendJSONFloat writes the finite
+// f without a fraction or an exponent: f is integral, and below 1e21 (from
+// there it takes an exponent).
+func writtenWithoutFraction(f float64) bool {
+	return f == math.Trunc(f) && math.Abs(f) < 1e21
 }
 
 // appendJSONFloat appends f as encoding/json writes a float64: the
