@@ -169,7 +169,7 @@ func (f *feed) read() error {
 		for {
 			var page ChangePage
 			full := false
-			err := p.readTx(ctx, func(c *conn) (err error) {
+			err := p.read(ctx, func(c *conn) (err error) {
 				if !f.ready {
 					_, f.last, err = changeBounds(c)
 					return err

@@ -137,7 +137,7 @@ func (s *Store) ListChanges(ctx context.Context, slug string, q ChangeQuery) (Ch
 	}
 	var page ChangePage
 	err := s.withProject(ctx, slug, OpListChanges, func(p *project) error {
-		return p.readTx(ctx, func(c *conn) (err error) {
+		return p.read(ctx, func(c *conn) (err error) {
 			page, _, err = readChanges(c, q, s.opts.QueryMaxBytes)
 			return err
 		})

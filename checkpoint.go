@@ -102,9 +102,15 @@ func (k *checkpointer) run(p *project) {
 			p.store.heap.track(c)
 			k.open.Store(true)
 		}
+		// The readers idle in the pool give up their parked snapshots
+		// (see project.read): before, so that the checkpoint copies the
+		// whole log; after, so that they begin again on the database
+		// file, and the next write can start the log over.
+		p.releaseParked(0)
 		k.mu.Lock()
 		_, _, err := c.db.WALCheckpoint("main", sqlite3.CHECKPOINT_PASSIVE)
 		k.mu.Unlock()
+		p.releaseParked(0)
 		if err != nil {
 			p.store.opts.Logger.Warn("checkpoint", "project", p.slug, "err", err)
 		} else {

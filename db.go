@@ -44,10 +44,12 @@ type project struct {
 	psem  chan struct{} // holds point; capacity 1
 	point *conn         // read-only connection of point reads (readPoint); nil until used
 
-	rsem    chan struct{} // one slot per reader in use
-	rmu     sync.Mutex
-	readers []*conn // idle readers
-	closed  bool    // guarded by rmu
+	rsem     chan struct{} // one slot per reader in use
+	rmu      sync.Mutex
+	readers  []*conn // idle readers
+	closed   bool    // guarded by rmu
+	sweeping bool    // sweepParked is due; guarded by rmu
+	wal      *walWatch
 
 	schemaMu sync.Mutex
 	schema   *schema // cached registry of application tables, newest version loaded; nil: none
@@ -94,6 +96,7 @@ func (p *project) open() error {
 	p.rsem = make(chan struct{}, p.store.opts.MaxReadersPerProject)
 	p.psem = make(chan struct{}, 1)
 	p.lastUsed = make(map[int64]time.Time)
+	p.wal = watchWAL(p.dbPath())
 	p.sweepExports()
 	return nil
 }
@@ -130,12 +133,21 @@ func (p *project) close() error {
 			first = err
 		}
 	}
+	p.wal.close()
 	return first
 }
 
-// read runs fn on a read-only connection from the pool. Each statement fn
-// runs sees its own snapshot; use readTx for several statements that must
-// agree.
+// read runs fn on a read-only connection from the pool, inside one read
+// transaction: every statement fn runs sees the same snapshot.
+//
+// A reader keeps its transaction after fn (it is parked) when nothing
+// committed meanwhile, and the next read on it uses it again while the
+// WAL index says nothing has committed since (see walWatch): that read
+// then takes no lock, where beginning a transaction takes and gives back
+// a lock of the WAL index (two system calls, a third of SQLite's time on
+// a read by key). A parked reader holds back checkpoints as a running
+// read does, so the readers idle in the pool give theirs up within
+// parkedIdle, and before and after every checkpoint of the Store's.
 func (p *project) read(ctx context.Context, fn func(c *conn) error) (err error) {
 	if err := p.enter(ctx, p.rsem, "read connection"); err != nil {
 		return err
@@ -150,40 +162,124 @@ func (p *project) read(ctx context.Context, fn func(c *conn) error) (err error) 
 	defer func() { p.returnReader(c, healthy) }()
 	defer recoverReaderTrap(c, &err)
 
+	if err := p.beginRead(c); err != nil {
+		return err
+	}
 	old := c.db.SetInterrupt(ctx)
 	err = fn(c)
 	c.db.SetInterrupt(old)
-	healthy = !c.trapped && c.db.GetAutocommit()
+	if c.trapped {
+		return err
+	}
 	if errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil {
 		// Interrupted because the caller went away (reading the registry,
 		// say): the caller's error, not an internal one.
-		return ctx.Err()
+		err = ctx.Err()
+	}
+	cerr := p.endRead(c, err == nil)
+	healthy = cerr == nil
+	if err == nil {
+		err = cerr
 	}
 	return err
 }
 
-// readTx runs fn on a read-only connection inside one read transaction, so
-// every statement sees the same snapshot.
-func (p *project) readTx(ctx context.Context, fn func(c *conn) error) error {
-	return p.read(ctx, func(c *conn) (err error) {
-		// Cached statements: BEGIN and COMMIT run on every read. A
-		// transaction left open (COMMIT interrupted) makes read close c.
-		if err := c.exec(`BEGIN`); err != nil {
+// beginRead starts the read transaction of one read on c, or keeps the
+// one c has parked if the database has not changed since it began.
+func (p *project) beginRead(c *conn) error {
+	now, ok := p.stamp()
+	if c.parked {
+		if ok && now == c.snapshot && !c.db.GetAutocommit() {
+			return nil
+		}
+		if err := c.endTx(); err != nil {
 			return err
 		}
-		defer func() {
-			if c.trapped {
-				return // read drops c, its transaction with it
-			}
-			if c.db.GetAutocommit() {
-				return // SQLite ended it (rolled back on out of memory)
-			}
-			if cerr := c.exec(`COMMIT`); err == nil {
-				err = cerr
-			}
-		}()
-		return fn(c)
-	})
+	}
+	c.snapshot, c.stamped = now, ok
+	return c.exec(`BEGIN`)
+}
+
+// endRead ends the read transaction of one read on c, or parks it: when
+// the read succeeded and nothing committed between beginRead and now,
+// the transaction's snapshot is the database as of c.snapshot.
+func (p *project) endRead(c *conn, succeeded bool) error {
+	if c.db.GetAutocommit() { // SQLite ended it (rolled back on out of memory)
+		c.parked = false
+		return nil
+	}
+	if succeeded && c.stamped && !c.parked {
+		now, ok := p.stamp()
+		c.parked = ok && now == c.snapshot
+	}
+	if succeeded && c.parked {
+		return nil
+	}
+	return c.endTx()
+}
+
+// endTx ends c's read transaction.
+func (c *conn) endTx() error {
+	c.parked = false
+	if c.db.GetAutocommit() {
+		return nil
+	}
+	return c.exec(`COMMIT`)
+}
+
+// stamp is the WAL index stamp of the project's database (see walWatch).
+// A project whose writer faulted has none: the writer's connection is what
+// keeps the WAL index file, and the mapping, valid.
+func (p *project) stamp() (walStamp, bool) {
+	if p.faulted.Load() {
+		return walStamp{}, false
+	}
+	return p.wal.stamp()
+}
+
+// parkedIdle is how long a reader idle in the pool keeps a parked read
+// transaction.
+const parkedIdle = 100 * time.Millisecond
+
+// releaseParked ends the parked transactions of the readers idle in the
+// pool for at least idle, and says whether some stay parked. A reader
+// whose transaction does not end is closed.
+func (p *project) releaseParked(idle time.Duration) (left bool) {
+	return p.releaseParkedSweeping(idle, false)
+}
+
+// releaseParkedSweeping is releaseParked; the sweep (sweeping) ends when
+// no reader stays parked.
+func (p *project) releaseParkedSweeping(idle time.Duration, sweeping bool) (left bool) {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	now := time.Now()
+	kept := p.readers[:0]
+	for _, c := range p.readers {
+		switch {
+		case !c.parked:
+		case idle > 0 && now.Sub(c.idleSince) < idle:
+			left = true
+		case c.endTx() != nil:
+			c.close()
+			continue
+		}
+		kept = append(kept, c)
+	}
+	clear(p.readers[len(kept):])
+	p.readers = kept
+	if sweeping && !left {
+		p.sweeping = false
+	}
+	return left
+}
+
+// sweepParked ends, every parkedIdle, the parked transactions of readers
+// that have stayed idle that long, until none is parked.
+func (p *project) sweepParked() {
+	if p.releaseParkedSweeping(parkedIdle, true) {
+		time.AfterFunc(parkedIdle, p.sweepParked)
+	}
 }
 
 func (p *project) takeReader() (*conn, error) {
@@ -210,6 +306,13 @@ func (p *project) returnReader(c *conn, healthy bool) {
 	p.rmu.Lock()
 	if healthy && !c.discard && !p.closed {
 		p.readers = append(p.readers, c)
+		if c.parked {
+			c.idleSince = time.Now()
+			if !p.sweeping {
+				p.sweeping = true
+				time.AfterFunc(parkedIdle, p.sweepParked)
+			}
+		}
 		p.rmu.Unlock()
 		return
 	}
@@ -245,7 +348,20 @@ type conn struct {
 	// unfolded counts the log records the writer appended since it last
 	// folded their row-count deltas (see foldRowCounts).
 	unfolded int
+
+	// A reader's read transaction (see project.read): parked, it is kept
+	// between reads; its snapshot is the database as of the WAL index
+	// stamp snapshot, when stamped. idleSince is when it went back to the
+	// pool.
+	parked    bool
+	stamped   bool
+	snapshot  walStamp
+	idleSince time.Time
 }
+
+// walStamp is a WAL index header and the log's nBackfill (see walWatch):
+// equal stamps, no commit and no checkpoint in between.
+type walStamp [13]uint32
 
 // openConn opens a connection to the database at path; readOnly connections
 // cannot write even if asked to.

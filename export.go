@@ -222,7 +222,7 @@ func writeExportFile(ctx context.Context, p *project, dir, name, table string) (
 
 		// The registry is loaded inside the transaction, so the columns are
 		// those of the snapshot the rows come from.
-		err := p.readTx(ctx, func(c *conn) error {
+		err := p.read(ctx, func(c *conn) error {
 			sc, err := loadSchema(c)
 			if err != nil {
 				return err
@@ -494,7 +494,7 @@ func (s *Store) ListExports(ctx context.Context, slug string, q ExportQuery) (Ex
 		if err := s.reconcileExports(ctx, p); err != nil {
 			return err
 		}
-		return p.readTx(ctx, func(c *conn) error {
+		return p.read(ctx, func(c *conn) error {
 			if _, err := c.queryRow(`SELECT count(*) FROM _pd_exports`+where, args, func(st *sqlite3.Stmt) error {
 				page.Total = st.ColumnInt(0)
 				return nil

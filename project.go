@@ -264,7 +264,7 @@ func readProject(c *conn) (Project, error) {
 // Errors: ErrInvalidProjectSlug, ErrProjectNotFound, ErrInvalidToken.
 func (s *Store) GetProject(ctx context.Context, slug string) (proj Project, tableCount int, err error) {
 	err = s.withProject(ctx, slug, OpGetProject, func(p *project) error {
-		return p.readTx(ctx, func(c *conn) (err error) {
+		return p.read(ctx, func(c *conn) (err error) {
 			if proj, err = readProject(c); err != nil {
 				return err
 			}

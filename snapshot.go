@@ -63,7 +63,7 @@ func (p *project) writeSnapshot(ctx context.Context, dir, name string) (out expo
 		if err := f.Close(); err != nil {
 			return errors.Wrap(err, "close snapshot file")
 		}
-		err := p.readTx(ctx, func(c *conn) error {
+		err := p.read(ctx, func(c *conn) error {
 			// Reading the registry starts the transaction's snapshot; the
 			// backup then runs inside it, so the counts and the copy agree.
 			sc, err := loadSchema(c)

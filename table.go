@@ -272,7 +272,7 @@ func timeOrZero(st *sqlite3.Stmt, col int) Timestamp {
 // schemaFor returns the project's registry as c's transaction sees it:
 // the cached one when its version is the one stored in the database, else
 // one loaded through c. c must be inside a transaction (a reader in
-// readSchema or readTx, or the writer in write), so the version and the registry come from the
+// readSchema or read, or the writer in write), so the version and the registry come from the
 // snapshot the caller's statements read. A registry loaded while c changes
 // it (inside writeSchema) is not cached: it may never commit.
 func (p *project) schemaFor(c *conn) (*schema, error) {

@@ -27,7 +27,7 @@ func TestTrappedReaderGivesItsFilesBack(t *testing.T) {
 	is.NoErr(p.read(ctx, func(c *conn) error { return nil })) // a reader in the pool
 	before := openFilesUnder(t, p.dir)
 
-	err = p.readTx(ctx, likeBomb) // in a read transaction, which holds a read mark
+	err = p.read(ctx, likeBomb) // in a read transaction, which holds a read mark
 	is.Equal(err, errReaderTrap)
 	is.True(openFilesUnder(t, p.dir) < before) // the reader's files (the database, its WAL, shm) are closed
 

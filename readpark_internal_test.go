@@ -1,0 +1,135 @@
+package projectdata
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// parkedReaders counts the project's idle readers that keep a read
+// transaction between reads.
+func parkedReaders(p *project) (n int) {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	for _, c := range p.readers {
+		if c.parked {
+			n++
+		}
+	}
+	return n
+}
+
+func acmeProject(t *testing.T, s *Store) *project {
+	t.Helper()
+	var p *project
+	is.New(t).NoErr(s.withProject(context.Background(), "acme", "", func(q *project) error { p = q; return nil }))
+	return p
+}
+
+// TestParkedReadsSeeEveryCommit: a reader kept in its read transaction
+// between reads sees every commit made since, by the same Store, by
+// another Store on the folder and by a connection of another program, on
+// the next read.
+func TestParkedReadsSeeEveryCommit(t *testing.T) {
+	if watchWAL(filepath.Join(t.TempDir(), "none")) != nil {
+		t.Fatal("watched a database that does not exist")
+	}
+	is := is.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := itemsStoreIn(t, dir, nil)
+	other, err := Open(dir, nil)
+	is.NoErr(err)
+	defer other.Close()
+	raw, err := sqlite3.Open(filepath.Join(dir, "acme", dbFileName))
+	is.NoErr(err)
+	defer raw.Close()
+	is.NoErr(raw.BusyTimeout(5e9))
+
+	res, err := s.Insert(ctx, "acme", "items", []Row{{"name": "a", "qty": 0}})
+	is.NoErr(err)
+	id := res.InsertedIDs[0]
+	p := acmeProject(t, s)
+	if p.wal == nil && walWatchBuilt {
+		t.Fatal("no watch of the WAL index")
+	}
+	writers := []struct {
+		name  string
+		write func(qty int) error
+	}{
+		{"the same Store", func(qty int) error {
+			_, err := s.UpdateRecord(ctx, "acme", "items", id, Row{"qty": qty})
+			return err
+		}},
+		{"another Store", func(qty int) error {
+			_, err := other.UpdateRecord(ctx, "acme", "items", id, Row{"qty": qty})
+			return err
+		}},
+		{"another program", func(qty int) error {
+			return raw.Exec(fmt.Sprintf(`UPDATE items SET qty = %d WHERE id = %d`, qty, id))
+		}},
+	}
+	parked := 0
+	for i := 1; i <= 300; i++ {
+		w := writers[i%len(writers)]
+		is.NoErr(w.write(i))
+		for range 2 { // the first read may park; the second reuses
+			row, err := s.GetRecord(ctx, "acme", "items", id)
+			is.NoErr(err)
+			if row["qty"] != int64(i) {
+				t.Fatalf("after a write by %s: qty %v, want %d", w.name, row["qty"], i)
+			}
+			parked += parkedReaders(p)
+		}
+	}
+	if walWatchBuilt && parked == 0 {
+		t.Fatal("no reader was ever parked")
+	}
+}
+
+// TestParkedReadersLetGo: a reader idle in the pool gives up its parked
+// read transaction within parkedIdle or so, and at once before a
+// checkpoint of the Store's, so that the log can be copied and begun
+// again.
+func TestParkedReadersLetGo(t *testing.T) {
+	if !walWatchBuilt {
+		t.Skip("readers never park in this build")
+	}
+	is := is.New(t)
+	ctx := context.Background()
+	s := itemsStore(t, nil)
+	_, err := s.Insert(ctx, "acme", "items", []Row{{"name": "a", "qty": 1}})
+	is.NoErr(err)
+	p := acmeProject(t, s)
+	_, err = s.GetRecord(ctx, "acme", "items", 1)
+	is.NoErr(err)
+	if parkedReaders(p) != 1 {
+		t.Fatalf("%d readers parked after a read, want 1", parkedReaders(p))
+	}
+	waitFor(t, "the idle reader to let go", func() bool { return parkedReaders(p) == 0 })
+	p.rmu.Lock()
+	for _, c := range p.readers {
+		is.True(c.db.GetAutocommit()) // no transaction left open
+	}
+	p.rmu.Unlock()
+
+	// The checkpointer: a reader parked before a log of 3,000 pages
+	// would keep the checkpoint from copying it.
+	_, err = s.GetRecord(ctx, "acme", "items", 1)
+	is.NoErr(err)
+	is.Equal(parkedReaders(p), 1)
+	p.rmu.Lock()
+	p.readers[0].idleSince = p.readers[0].idleSince.Add(24 * 3600e9) // the sweep will not let go of it
+	p.rmu.Unlock()
+	fillLog(t, s)
+	waitFor(t, "a background checkpoint", func() bool { return p.ckpt.runs.Load() > 0 })
+	is.Equal(parkedReaders(p), 0)
+	fi, err := os.Stat(filepath.Join(s.dir, "acme", dbFileName))
+	is.NoErr(err)
+	is.True(fi.Size() > checkpointPages*4096) // the log was copied
+}
