@@ -197,6 +197,7 @@ func (p *project) beginRead(c *conn) error {
 		}
 	}
 	c.snapshot, c.stamped = now, ok
+	c.versionRead = false
 	return c.exec(`BEGIN`)
 }
 
@@ -220,7 +221,7 @@ func (p *project) endRead(c *conn, succeeded bool) error {
 
 // endTx ends c's read transaction.
 func (c *conn) endTx() error {
-	c.parked = false
+	c.parked, c.versionRead = false, false
 	if c.db.GetAutocommit() {
 		return nil
 	}
@@ -357,6 +358,10 @@ type conn struct {
 	stamped   bool
 	snapshot  walStamp
 	idleSince time.Time
+	// version is the registry version of the read transaction's snapshot,
+	// once readSchema has read it (versionRead).
+	version     int64
+	versionRead bool
 }
 
 // walStamp is a WAL index header and the log's nBackfill (see walWatch):

@@ -372,40 +372,21 @@ func (p *project) readSchema(ctx context.Context, fn func(c *conn, sc *schema) e
 
 func (p *project) readSchemaOnce(ctx context.Context, fn func(c *conn, sc *schema) error) error {
 	return p.read(ctx, func(c *conn) (err error) {
-		// One read transaction without BEGIN and COMMIT: SQLite keeps a
-		// connection's read transaction while any of its statements is
-		// active, so the registry's version, read first and reset last,
-		// holds it, and fn's statements read the version's snapshot.
-		st, err := c.prepare(heldRegistryVersionSQL)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if c.trapped {
-				return // read drops c, whose SQLite can run nothing more
-			}
-			if rerr := st.Reset(); err == nil {
-				err = rerr
-			}
-		}()
-		if !st.Step() {
-			if err := st.Err(); err != nil {
+		// A parked transaction (see project.read) read its version
+		// already: the same snapshot has the same registry.
+		if !c.versionRead {
+			if c.version, err = registryVersion(c); err != nil {
 				return err
 			}
-			return errors.New("registry version row missing")
+			c.versionRead = true
 		}
-		sc, err := p.schemaAt(c, st.ColumnInt64(0))
+		sc, err := p.schemaAt(c, c.version)
 		if err != nil {
 			return err
 		}
 		return fn(c, sc)
 	})
 }
-
-// heldRegistryVersionSQL reads the registry version as registryVersion
-// does, in a statement of its own, which readSchemaOnce keeps active while
-// fn runs.
-const heldRegistryVersionSQL = `SELECT version AS held FROM _pd_registry WHERE id = 1`
 
 // nameInUse reports whether any schema object (table, index, view,
 // trigger) has the name, case-insensitively.
