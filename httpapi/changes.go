@@ -83,6 +83,14 @@ func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httpr
 	default:
 	}
 
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK) // the stream's head, and no stream
+		return nil
+	}
 	changes := make(chan pd.Change, 64)
 	failed := make(chan error, 1)
 	go func() {
@@ -100,10 +108,6 @@ func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httpr
 		}
 	}()
 
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	out := &eventWriter{w: w, rc: http.NewResponseController(w), timeout: h.opts.StreamWriteTimeout}
 	if !out.flush() {

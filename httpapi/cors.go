@@ -7,7 +7,7 @@ import (
 
 // What a browser calling from an allowed origin may send and read.
 const (
-	corsAllowMethods  = "GET, POST, PATCH, DELETE"
+	corsAllowMethods  = "GET, HEAD, POST, PATCH, DELETE"
 	corsAllowHeaders  = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID, X-Operation-Key, X-Operation-Run-Id"
 	corsExposeHeaders = "Content-Disposition, ETag, Idempotent-Replayed, Retry-After, WWW-Authenticate, X-Request-Id"
 	corsMaxAge        = "600" // seconds a browser may cache a preflight answer
@@ -56,6 +56,7 @@ func (h *Handler) allowOrigin(w http.ResponseWriter, r *http.Request) {
 // it), and for a CORS preflight from an allowed origin the methods and
 // headers the browser may use. OPTIONS is never method_not_allowed.
 func (h *Handler) options(w http.ResponseWriter, r *http.Request) {
+	allowHead(w)
 	if r.Header.Get("Access-Control-Request-Method") != "" && h.origins.allows(r.Header.Get("Origin")) {
 		w.Header().Set("Access-Control-Allow-Methods", corsAllowMethods)
 		w.Header().Set("Access-Control-Allow-Headers", corsAllowHeaders)

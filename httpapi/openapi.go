@@ -325,7 +325,7 @@ func openAPIDocument() []byte {
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "projectdata", "version": "1",
-			"description": "Project-scoped tables on SQLite. Every JSON answer is an envelope {ok, data, error, request_id, meta}; an error's code says what went wrong (x-error-codes lists a route's codes)."},
+			"description": "Project-scoped tables on SQLite. Every JSON answer is an envelope {ok, data, error, request_id, meta}; an error's code says what went wrong (x-error-codes lists a route's codes). Every GET route also answers HEAD: the same status and headers, without the body."},
 		"paths": paths,
 		"components": map[string]any{
 			"schemas": schemas,

@@ -146,7 +146,7 @@ func TestOptionsNeverAnswers405(t *testing.T) {
 		is.True(strings.Contains(res.header.Get("Access-Control-Allow-Headers"), "Idempotency-Key"))
 		is.True(res.header.Get("Access-Control-Max-Age") != "")
 		is.Equal(res.header.Get("Vary"), "Origin")
-		is.Equal(res.header.Get("Allow"), "DELETE, GET, OPTIONS, PATCH, POST")
+		is.Equal(res.header.Get("Allow"), "DELETE, GET, HEAD, OPTIONS, PATCH, POST")
 	})
 	t.Run("PreflightFromOtherOriginGetsNoCORSHeaders", func(t *testing.T) {
 		is := is.New(t)
@@ -154,7 +154,7 @@ func TestOptionsNeverAnswers405(t *testing.T) {
 		is.Equal(res.status, 204)
 		is.Equal(res.header.Get("Access-Control-Allow-Origin"), "")
 		is.Equal(res.header.Get("Access-Control-Allow-Methods"), "")
-		is.Equal(res.header.Get("Allow"), "DELETE, GET, OPTIONS, PATCH, POST")
+		is.Equal(res.header.Get("Allow"), "DELETE, GET, HEAD, OPTIONS, PATCH, POST")
 	})
 	t.Run("PlainOptionsListsTheMethods", func(t *testing.T) {
 		is := is.New(t)
@@ -189,7 +189,7 @@ func TestOptionsNeverAnswers405(t *testing.T) {
 		is.Equal(res.status, 204)
 		is.Equal(res.header.Get("Access-Control-Allow-Origin"), "")
 		is.Equal(res.header.Get("Vary"), "")
-		is.Equal(res.header.Get("Allow"), "DELETE, GET, OPTIONS, PATCH, POST")
+		is.Equal(res.header.Get("Allow"), "DELETE, GET, HEAD, OPTIONS, PATCH, POST")
 	})
 	t.Run("AnyOrigin", func(t *testing.T) {
 		is := is.New(t)
@@ -287,4 +287,52 @@ func TestAccessLogCarriesCodeAndTokenID(t *testing.T) {
 	raw := buf.String()
 	is.True(strings.Contains(raw, `"token_id":1`))
 	is.True(!strings.Contains(raw, "pat_")) // never the secret
+}
+
+// TestHeadIsGetWithoutBody: every GET route answers HEAD with GET's status
+// and headers and no body (RFC 9110: a server must support HEAD); a route
+// without GET answers 405 and its Allow says HEAD where GET is.
+func TestHeadIsGetWithoutBody(t *testing.T) {
+	is := is.New(t)
+	l := newLive(t, nil, nil)
+	auth := []string{"Authorization", "Bearer " + l.admin}
+	is.Equal(l.call("POST", "/projects/acme/table", `{"table_name":"items","columns":[{"column_name":"name"}]}`, append(auth, "Content-Type", "application/json")...).status, 201)
+	is.Equal(l.call("POST", "/projects/acme/records/items", `{"name":"a"}`, append(auth, "Content-Type", "application/json")...).status, 201)
+	for _, tc := range []struct {
+		path   string
+		auth   bool
+		status int
+	}{
+		{"/healthz", false, 200},
+		{"/openapi.json", false, 200},
+		{"/projects/acme", true, 200},
+		{"/projects/acme/records/items/1", true, 200},
+		{"/projects/acme/records/items/2", true, 404},
+		{"/projects/acme/records/items", false, 401},
+		{"/projects/acme/changes/stream", true, 200}, // the stream's head, then the end
+	} {
+		var headers []string
+		if tc.auth {
+			headers = auth
+		}
+		head := l.call("HEAD", tc.path, "", headers...)
+		is.Equal(head.status, tc.status) // tc.path
+		is.Equal(len(head.body), 0)      // tc.path
+		if tc.path != "/projects/acme/changes/stream" {
+			get := l.call("GET", tc.path, "", headers...)
+			is.Equal(head.status, get.status) // tc.path
+			is.Equal(head.header.Get("Content-Type"), get.header.Get("Content-Type"))
+			is.True(head.header.Get("X-Request-Id") != "" || tc.path == "/openapi.json")
+		} else {
+			is.Equal(head.header.Get("Content-Type"), "text/event-stream")
+		}
+	}
+	res := l.call("HEAD", "/projects/acme/query", "", auth...)
+	is.Equal(res.status, 405)
+	is.Equal(res.header.Get("Allow"), "OPTIONS, POST")
+	res = l.call("PUT", "/projects/acme/records/items/1", "", auth...)
+	is.Equal(res.status, 405)
+	is.Equal(res.header.Get("Allow"), "DELETE, GET, HEAD, OPTIONS, PATCH")
+	res = l.call("HEAD", "/nowhere", "")
+	is.Equal(res.status, 404)
 }
