@@ -205,9 +205,17 @@ var litestreamPID = regexp.MustCompile(`msg="litestream started" pid=(\d+)`)
 // it answers.
 func startServer(t *testing.T, dir string, extra ...string) *serverProc {
 	t.Helper()
+	return startServerIn(t, "", dir, extra...)
+}
+
+// startServerIn is startServer run in the working folder wd ("": the
+// test's), with -data dir relative to it.
+func startServerIn(t *testing.T, wd, dir string, extra ...string) *serverProc {
+	t.Helper()
 	addr := freeAddr(t)
 	args := append([]string{"serve", "-addr", addr, "-data", dir, "-litestream", tools.litestream}, extra...)
 	s := &serverProc{t: t, cmd: exec.Command(tools.server, args...), addr: addr, done: make(chan struct{})}
+	s.cmd.Dir = wd
 	s.cmd.Env = toolEnv()
 	pr, pw := io.Pipe()
 	s.cmd.Stdout, s.cmd.Stderr = pw, pw
@@ -283,13 +291,14 @@ func (s *serverProc) kill() {
 
 // client speaks to a server with a token.
 type client struct {
-	t     *testing.T
-	base  string
-	token string
+	t       *testing.T
+	base    string
+	token   string
+	project string // the project's slug
 }
 
 func (s *serverProc) client(token string) *client {
-	return &client{t: s.t, base: "http://" + s.addr, token: token}
+	return &client{t: s.t, base: "http://" + s.addr, token: token, project: "acme"}
 }
 
 // do sends a request and decodes the envelope's data; it returns the
@@ -350,7 +359,7 @@ const batchSize = 20
 
 // createBatches creates table batches(batch INTEGER, i INTEGER).
 func (c *client) createBatches() {
-	c.must("POST", "/projects/acme/table", map[string]any{
+	c.must("POST", "/projects/"+c.project+"/table", map[string]any{
 		"table_name": "batches",
 		"columns":    []map[string]any{{"column_name": "batch", "column_type": "INTEGER"}, {"column_name": "i", "column_type": "INTEGER"}},
 	}, nil)
@@ -362,7 +371,7 @@ func (c *client) insertBatch(n int) error {
 	for i := range rows {
 		rows[i] = map[string]any{"batch": n, "i": i}
 	}
-	_, err := c.do("POST", "/projects/acme/records/batches", rows, nil)
+	_, err := c.do("POST", "/projects/"+c.project+"/records/batches", rows, nil)
 	return err
 }
 
@@ -374,7 +383,7 @@ func (c *client) batchCounts() map[int]int {
 			N     int `json:"n"`
 		} `json:"rows"`
 	}
-	c.must("POST", "/projects/acme/query", map[string]any{"sql": "SELECT batch, count(*) AS n FROM batches GROUP BY batch", "limit": 1000}, &res)
+	c.must("POST", "/projects/"+c.project+"/query", map[string]any{"sql": "SELECT batch, count(*) AS n FROM batches GROUP BY batch", "limit": 1000}, &res)
 	out := map[int]int{}
 	for _, r := range res.Rows {
 		out[r.Batch] = r.N

@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"context"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -244,4 +247,41 @@ func TestFileReplica(t *testing.T) {
 	runServerCmd(t, "project", "restore", "-data", restored, "-litestream", tools.litestream, "-from", "file://"+filepath.Join(replica, "acme", "project.db"), "acme")
 	is.Equal(integrityCheck(t, filepath.Join(restored, "acme", "project.db")), "ok")
 	is.Equal(startServer(t, restored).client(token).batchCounts(), map[int]int{1: batchSize, 2: batchSize})
+}
+
+// TestProjectsCreatedWhileServingAreReplicated creates projects with the
+// command line while a server replicates the folder: each one reaches the
+// replica (`project sync` returns) and restores with its rows.
+// A project created through a relative -data path was missed by
+// Litestream's directory watcher, and `project sync` of it never returned.
+func TestProjectsCreatedWhileServingAreReplicated(t *testing.T) {
+	is := is.New(t)
+	s3 := startS3(t)
+	// As the README runs it: in the folder that holds the data folder.
+	dir := t.TempDir()
+	runServerCmd(t, "project", "create", "-data", dir, "acme")
+	srv := startServerIn(t, filepath.Dir(dir), filepath.Base(dir), "-replica", s3.url("live"))
+	for _, slug := range []string{"second", "third", "fourth"} {
+		// As in the README: -data relative to the working folder.
+		create := exec.Command(tools.server, "project", "create", "-data", filepath.Base(dir), slug)
+		create.Dir, create.Env = filepath.Dir(dir), toolEnv()
+		out, err := create.Output()
+		is.NoErr(err)
+		token := strings.TrimSpace(string(out))
+		c := srv.client(token)
+		c.project = slug
+		c.createBatches()
+		is.NoErr(c.insertBatch(1))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err = exec.CommandContext(ctx, tools.server, "project", "sync", "-data", dir, slug).CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("project sync %s: %v\n%s", slug, err, out)
+		}
+		restored := t.TempDir()
+		runServerCmd(t, "project", "restore", "-data", restored, "-litestream", tools.litestream, "-from", s3.dbURL("live", slug), slug)
+		rc := startServer(t, restored).client(token)
+		rc.project = slug
+		is.Equal(rc.batchCounts(), map[int]int{1: batchSize}) // slug
+	}
 }

@@ -275,6 +275,11 @@ func startReplicator(dataDir string, u *url.URL, path, version string, logger *s
 // startChild starts one `litestream replicate` child.
 func (r *replicator) startChild() error {
 	cmd := exec.Command(r.bin, "replicate", "-no-expand-env", "-config", r.config)
+	// Run in the state folder: in the folder that holds the data folder
+	// (./data, as the README runs it), Litestream's watcher took the
+	// projects created after its first one by paths relative to its
+	// working folder, which it refuses, and replicated none of them.
+	cmd.Dir = filepath.Dir(r.config)
 	cmd.Env = childEnv()
 	cmd.Stdout, cmd.Stderr = r.out, r.out
 	cmd.SysProcAttr = childProcAttr()
