@@ -25,9 +25,7 @@ func fillLog(t *testing.T, s *Store) *project {
 		_, err := s.Insert(ctx, "acme", "items", rows)
 		is.NoErr(err)
 	}
-	var p *project
-	is.NoErr(s.withProject(ctx, "acme", "", func(q *project) error { p = q; return nil }))
-	return p
+	return acmeProject(t, s)
 }
 
 // dbFileSize is the size of the project's database file, without its log.

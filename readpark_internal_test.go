@@ -24,6 +24,7 @@ func parkedReaders(p *project) (n int) {
 	return n
 }
 
+// acmeProject returns the open project acme of s.
 func acmeProject(t *testing.T, s *Store) *project {
 	t.Helper()
 	var p *project
