@@ -57,6 +57,9 @@ type project struct {
 	lastUsedMu sync.Mutex
 	lastUsed   map[int64]time.Time // token id → last_used_at minute written
 
+	file      os.FileInfo  // project.db as open opened it
+	checkedAt atomic.Int64 // when replaced last looked at project.db (Unix ns)
+
 	cursorKey   []byte        // signs list cursors (see cursorKey); set by open
 	tokens      tokenCache    // tokens verified against the database
 	idempotency inFlightKeys  // idempotency keys whose first call is running
@@ -97,8 +100,33 @@ func (p *project) open() error {
 	p.psem = make(chan struct{}, 1)
 	p.lastUsed = make(map[int64]time.Time)
 	p.wal = watchWAL(p.dbPath())
+	if p.file, err = os.Stat(p.dbPath()); err != nil {
+		p.close()
+		return errors.Wrapf(err, "stat project %q", p.slug)
+	}
+	p.checkedAt.Store(time.Now().UnixNano())
 	p.sweepExports()
 	return nil
+}
+
+// replacedCheckEvery is how often replaced looks at the project's file.
+const replacedCheckEvery = time.Second
+
+// replaced reports whether the project's database file is no longer the
+// one open opened: its folder was removed, or removed and made anew (a
+// restore by another process, say), while the project was open. The
+// connections would go on reading and writing the removed file. It looks
+// at most once per replacedCheckEvery.
+func (p *project) replaced() bool {
+	now, last := time.Now().UnixNano(), p.checkedAt.Load()
+	if now-last < int64(replacedCheckEvery) || !p.checkedAt.CompareAndSwap(last, now) {
+		return false
+	}
+	fi, err := os.Stat(p.dbPath())
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	return !os.SameFile(fi, p.file)
 }
 
 // close closes every connection. Callers make sure no operation uses the

@@ -284,6 +284,11 @@ func (s *Store) acquire(ctx context.Context, slug string) (*project, error) {
 			s.release(p)
 			return nil, p.openErr
 		}
+		if p.replaced() {
+			s.drop(p)
+			s.release(p)
+			return s.acquire(ctx, slug)
+		}
 		return p, nil
 	}
 	p := &project{slug: slug, dir: filepath.Join(s.dir, slug), store: s, refs: 1, ready: make(chan struct{})}

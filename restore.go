@@ -38,9 +38,11 @@ import (
 // a follower of the source's log gets ErrChangesExpired, never changes of
 // the copy under ids it already saw. If the slug's folder was removed while
 // this Store had the project open, the Store drops that open project, so
-// no cache of the old database serves the new one; another process
-// serving the same folder must not have the slug open (a node restores
-// only projects it does not serve).
+// no cache of the old database serves the new one. Another Store (another
+// process) that has the slug open notices within a second that its file
+// was removed or replaced and opens the new one; until then its writes go
+// to the removed file and are lost, so a node restores only projects it
+// does not serve.
 //
 // Like CreateProject it is the embedding application's operation (or the
 // server's command line): a context carrying a caller is refused. It stops

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"github.com/ncruces/go-sqlite3"
@@ -308,4 +309,47 @@ func TestRestoreAfterEverySchemaChange(t *testing.T) {
 	dst, _ := pdtest.Open(t, nil)
 	_, err = dst.RestoreProject(ctx, "copy", newestSnapshot(t, s))
 	is.NoErr(err)
+}
+
+// TestReplacedProjectIsReopened: when another process removes a project's
+// folder and restores the project anew while this Store has it open, the
+// Store serves the new database within a second or so, and writes go to it,
+// not to the removed file; a project whose folder is gone is not found.
+func TestReplacedProjectIsReopened(t *testing.T) {
+	is := is.New(t)
+	src, _ := pdtest.NewProject(t, nil)
+	_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+	is.NoErr(err)
+	_, err = src.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "restored"}})
+	is.NoErr(err)
+	snapshot := newestSnapshot(t, src)
+
+	served, dir := pdtest.Open(t, nil)
+	_, _, err = served.CreateProject(ctx, "acme", "Acme")
+	is.NoErr(err)
+	_, _, err = served.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+	is.NoErr(err)
+	_, err = served.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "old"}})
+	is.NoErr(err)
+
+	other, err := projectdata.Open(dir, nil) // the command line, say
+	is.NoErr(err)
+	defer other.Close()
+	is.NoErr(os.RemoveAll(filepath.Join(dir, "acme")))
+	_, err = other.RestoreProject(ctx, "acme", snapshot)
+	is.NoErr(err)
+	time.Sleep(1100 * time.Millisecond) // the Store looks once a second
+	row, err := served.GetRecord(ctx, "acme", "notes", 1)
+	is.NoErr(err)
+	is.Equal(row["body"], "restored")
+	_, err = served.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "after"}})
+	is.NoErr(err)
+	l, err := other.ListRecords(ctx, "acme", "notes", projectdata.ListOptions{})
+	is.NoErr(err)
+	is.Equal(*l.Total, int64(2)) // the write went to the restored database
+
+	is.NoErr(os.RemoveAll(filepath.Join(dir, "acme")))
+	time.Sleep(1100 * time.Millisecond)
+	_, err = served.GetRecord(ctx, "acme", "notes", 1)
+	pdtest.Code(t, err, projectdata.ErrProjectNotFound)
 }
