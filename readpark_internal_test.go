@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/matryer/is"
@@ -133,4 +135,58 @@ func TestParkedReadersLetGo(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(s.dir, "acme", dbFileName))
 	is.NoErr(err)
 	is.True(fi.Size() > checkpointPages*4096) // the log was copied
+}
+
+// TestParkedReadsFollowConcurrentWrites: readers that run while another
+// Store on the folder writes never return a value older than the last
+// write acknowledged before the read began.
+func TestParkedReadsFollowConcurrentWrites(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := itemsStoreIn(t, dir, nil)
+	other, err := Open(dir, nil)
+	is.NoErr(err)
+	defer other.Close()
+	res, err := s.Insert(ctx, "acme", "items", []Row{{"name": "a", "qty": 0}})
+	is.NoErr(err)
+	id := res.InsertedIDs[0]
+
+	var acked atomic.Int64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				before := acked.Load()
+				row, err := s.GetRecord(ctx, "acme", "items", id)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got := row["qty"].(int64); got < before {
+					t.Errorf("read qty %d after the write of %d was acknowledged", got, before)
+					return
+				}
+			}
+		}()
+	}
+	for i := int64(1); i <= 300; i++ {
+		writer := other
+		if i%2 == 0 {
+			writer = s
+		}
+		_, err := writer.UpdateRecord(ctx, "acme", "items", id, Row{"qty": i})
+		is.NoErr(err)
+		acked.Store(i)
+	}
+	close(done)
+	wg.Wait()
 }
