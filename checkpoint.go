@@ -3,6 +3,7 @@ package projectdata
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -36,6 +37,43 @@ type checkpointer struct {
 	inline atomic.Bool   // the writer checkpoints itself (see run)
 	runs   atomic.Int64  // checkpoints completed, for tests
 	open   atomic.Bool   // the checkpointer's connection is open, for tests
+
+	lastCommit atomic.Int64 // when the writer last committed (Unix ns)
+	idleArmed  atomic.Bool  // afterCommits is due
+}
+
+// checkpointIdle is how long after the writer's last commit the log is
+// checkpointed, whatever its size: readers then read the database file
+// alone and may keep their transactions between reads (see project.read).
+const checkpointIdle = 250 * time.Millisecond
+
+// committed notes a commit of the writer, and has the log checkpointed
+// once no other came for checkpointIdle.
+func (k *checkpointer) committed() {
+	if k.inline.Load() {
+		return // the writer checkpoints itself
+	}
+	k.lastCommit.Store(time.Now().UnixNano())
+	if k.idleArmed.CompareAndSwap(false, true) {
+		time.AfterFunc(checkpointIdle, k.afterCommits)
+	}
+}
+
+// afterCommits wakes the checkpointer once the writer has been idle for
+// checkpointIdle.
+func (k *checkpointer) afterCommits() {
+	if wait := checkpointIdle - time.Duration(time.Now().UnixNano()-k.lastCommit.Load()); wait > 0 {
+		time.AfterFunc(wait, k.afterCommits)
+		return
+	}
+	k.idleArmed.Store(false)
+	if k.inline.Load() {
+		return // the writer checkpoints itself
+	}
+	select {
+	case k.wake <- struct{}{}:
+	default: // already due
+	}
 }
 
 // startCheckpointer hooks the writer's commits and starts the goroutine.
@@ -46,6 +84,7 @@ func (p *project) startCheckpointer() error {
 	k := &checkpointer{wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	// WALHook replaces SQLite's auto-checkpoint hook.
 	p.writer.db.WALHook(func(db *sqlite3.Conn, schema string, pages int) error {
+		k.committed()
 		if pages < checkpointPages {
 			return nil
 		}

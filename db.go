@@ -169,13 +169,15 @@ func (p *project) close() error {
 // transaction: every statement fn runs sees the same snapshot.
 //
 // A reader keeps its transaction after fn (it is parked) when nothing
-// committed meanwhile, and the next read on it uses it again while the
-// WAL index says nothing has committed since (see walWatch): that read
-// then takes no lock, where beginning a transaction takes and gives back
-// a lock of the WAL index (two system calls, a third of SQLite's time on
-// a read by key). A parked reader holds back checkpoints as a running
-// read does, so the readers idle in the pool give theirs up within
-// parkedIdle, and before and after every checkpoint of the Store's.
+// committed meanwhile and the log had been checkpointed whole (see
+// walStamp.backfilled; the checkpointer does so once the writer is idle),
+// and the next read on it uses it again while the WAL index says nothing
+// has committed since (see walWatch): that read then takes no lock, where
+// beginning a transaction takes and gives back a lock of the WAL index
+// (two system calls, a third of SQLite's time on a read by key). A parked
+// reader left behind by a commit would hold back checkpoints, so the
+// readers idle in the pool give theirs up within parkedIdle, and before
+// and after every checkpoint of the Store's.
 func (p *project) read(ctx context.Context, fn func(c *conn) error) (err error) {
 	if err := p.enter(ctx, p.rsem, "read connection"); err != nil {
 		return err
@@ -239,7 +241,7 @@ func (p *project) endRead(c *conn, succeeded bool) error {
 	}
 	if succeeded && c.stamped && !c.parked {
 		now, ok := p.stamp()
-		c.parked = ok && now == c.snapshot
+		c.parked = ok && now == c.snapshot && now.backfilled()
 	}
 	if succeeded && c.parked {
 		return nil
@@ -395,6 +397,14 @@ type conn struct {
 // walStamp is a WAL index header and the log's nBackfill (see walWatch):
 // equal stamps, no commit and no checkpoint in between.
 type walStamp [13]uint32
+
+// backfilled reports whether checkpoints had copied the whole log into the
+// database file (mxFrame, the header's fifth word, equals nBackfill). A
+// read transaction begun then reads the file alone (its read mark is 0),
+// which holds back no writer from starting the log over; one on a log
+// not yet copied would keep a writer from starting it over, and the log
+// would grow for as long as readers keep such transactions.
+func (s walStamp) backfilled() bool { return s[4] == s[12] }
 
 // openConn opens a connection to the database at path; readOnly connections
 // cannot write even if asked to.

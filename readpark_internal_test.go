@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"github.com/ncruces/go-sqlite3"
@@ -81,6 +82,12 @@ func TestParkedReadsSeeEveryCommit(t *testing.T) {
 	for i := 1; i <= 300; i++ {
 		w := writers[i%len(writers)]
 		is.NoErr(w.write(i))
+		if i%2 == 0 {
+			// The log checkpointed whole, as the checkpointer does once
+			// the writer is idle, so that readers park.
+			p.releaseParked(0)
+			is.NoErr(raw.Exec(`PRAGMA wal_checkpoint(PASSIVE)`))
+		}
 		for range 2 { // the first read may park; the second reuses
 			row, err := s.GetRecord(ctx, "acme", "items", id)
 			is.NoErr(err)
@@ -95,10 +102,11 @@ func TestParkedReadsSeeEveryCommit(t *testing.T) {
 	}
 }
 
-// TestParkedReadersLetGo: a reader idle in the pool gives up its parked
-// read transaction within parkedIdle or so, and at once before a
-// checkpoint of the Store's, so that the log can be copied and begun
-// again.
+// TestParkedReadersLetGo: a reader parks only on a log checkpointed whole
+// (which the checkpointer does once the writer is idle): its transaction
+// then holds back no writer from starting the log over. An idle reader
+// gives up its parked transaction within parkedIdle or so, and at once
+// before a checkpoint of the Store's, so that the log can be copied.
 func TestParkedReadersLetGo(t *testing.T) {
 	if !walWatchBuilt {
 		t.Skip("readers never park in this build")
@@ -111,9 +119,14 @@ func TestParkedReadersLetGo(t *testing.T) {
 	p := acmeProject(t, s)
 	_, err = s.GetRecord(ctx, "acme", "items", 1)
 	is.NoErr(err)
-	if parkedReaders(p) != 1 {
-		t.Fatalf("%d readers parked after a read, want 1", parkedReaders(p))
+	if now, _ := p.stamp(); !now.backfilled() {
+		is.Equal(parkedReaders(p), 0) // the log holds frames not copied yet
 	}
+	waitFor(t, "a reader parked after the idle writer's checkpoint", func() bool {
+		_, err := s.GetRecord(ctx, "acme", "items", 1)
+		is.NoErr(err)
+		return parkedReaders(p) == 1
+	})
 	waitFor(t, "the idle reader to let go", func() bool { return parkedReaders(p) == 0 })
 	p.rmu.Lock()
 	for _, c := range p.readers {
@@ -126,11 +139,12 @@ func TestParkedReadersLetGo(t *testing.T) {
 	_, err = s.GetRecord(ctx, "acme", "items", 1)
 	is.NoErr(err)
 	is.Equal(parkedReaders(p), 1)
+	runs := p.ckpt.runs.Load()
 	p.rmu.Lock()
 	p.readers[0].idleSince = p.readers[0].idleSince.Add(24 * 3600e9) // the sweep will not let go of it
 	p.rmu.Unlock()
 	fillLog(t, s)
-	waitFor(t, "a background checkpoint", func() bool { return p.ckpt.runs.Load() > 0 })
+	waitFor(t, "a background checkpoint", func() bool { return p.ckpt.runs.Load() > runs })
 	is.Equal(parkedReaders(p), 0)
 	fi, err := os.Stat(filepath.Join(s.dir, "acme", dbFileName))
 	is.NoErr(err)
@@ -152,7 +166,9 @@ func TestParkedReadsFollowConcurrentWrites(t *testing.T) {
 	is.NoErr(err)
 	id := res.InsertedIDs[0]
 
+	p := acmeProject(t, s)
 	var acked atomic.Int64
+	var sawParked atomic.Bool
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 4 {
@@ -175,6 +191,9 @@ func TestParkedReadsFollowConcurrentWrites(t *testing.T) {
 					t.Errorf("read qty %d after the write of %d was acknowledged", got, before)
 					return
 				}
+				if parkedReaders(p) > 0 {
+					sawParked.Store(true)
+				}
 			}
 		}()
 	}
@@ -183,10 +202,16 @@ func TestParkedReadsFollowConcurrentWrites(t *testing.T) {
 		if i%2 == 0 {
 			writer = s
 		}
+		if i%60 == 0 {
+			time.Sleep(2 * checkpointIdle) // readers park on the checkpointed log
+		}
 		_, err := writer.UpdateRecord(ctx, "acme", "items", id, Row{"qty": i})
 		is.NoErr(err)
 		acked.Store(i)
 	}
 	close(done)
 	wg.Wait()
+	if walWatchBuilt && !sawParked.Load() {
+		t.Fatal("no reader was ever parked")
+	}
 }
