@@ -27,6 +27,20 @@ func parkedReaders(p *project) (n int) {
 	return n
 }
 
+// storesOnOneFolder returns a Store with project acme and table items,
+// another Store on its folder, and the folder.
+func storesOnOneFolder(t *testing.T) (s, other *Store, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	s = itemsStoreIn(t, dir, nil)
+	other, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	return s, other, dir
+}
+
 // acmeProject returns the open project acme of s.
 func acmeProject(t *testing.T, s *Store) *project {
 	t.Helper()
@@ -45,11 +59,7 @@ func TestParkedReadsSeeEveryCommit(t *testing.T) {
 	}
 	is := is.New(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := itemsStoreIn(t, dir, nil)
-	other, err := Open(dir, nil)
-	is.NoErr(err)
-	defer other.Close()
+	s, other, dir := storesOnOneFolder(t)
 	raw, err := sqlite3.Open(filepath.Join(dir, "acme", dbFileName))
 	is.NoErr(err)
 	defer raw.Close()
@@ -157,11 +167,7 @@ func TestParkedReadersLetGo(t *testing.T) {
 func TestParkedReadsFollowConcurrentWrites(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := itemsStoreIn(t, dir, nil)
-	other, err := Open(dir, nil)
-	is.NoErr(err)
-	defer other.Close()
+	s, other, _ := storesOnOneFolder(t)
 	res, err := s.Insert(ctx, "acme", "items", []Row{{"name": "a", "qty": 0}})
 	is.NoErr(err)
 	id := res.InsertedIDs[0]
