@@ -89,5 +89,3 @@ func (w *walWatch) close() {
 		syscall.Munmap(w.mem)
 	}
 }
-
-const walWatchBuilt = true

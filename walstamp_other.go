@@ -12,5 +12,3 @@ func watchWAL(string) *walWatch { return nil }
 func (*walWatch) stamp() (s walStamp, ok bool) { return s, false }
 
 func (*walWatch) close() {}
-
-const walWatchBuilt = false

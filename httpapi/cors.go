@@ -56,7 +56,6 @@ func (h *Handler) allowOrigin(w http.ResponseWriter, r *http.Request) {
 // it), and for a CORS preflight from an allowed origin the methods and
 // headers the browser may use. OPTIONS is never method_not_allowed.
 func (h *Handler) options(w http.ResponseWriter, r *http.Request) {
-	allowHead(w)
 	if r.Header.Get("Access-Control-Request-Method") != "" && h.origins.allows(r.Header.Get("Origin")) {
 		w.Header().Set("Access-Control-Allow-Methods", corsAllowMethods)
 		w.Header().Set("Access-Control-Allow-Headers", corsAllowHeaders)

@@ -117,7 +117,6 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 		h.writeError(w, req, newExchange(w, req, h), errorf(projectdata.ErrRouteNotFound, "no route for %s %s", req.Method, req.URL.Path))
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		allowHead(w)
 		h.writeError(w, req, newExchange(w, req, h), errorf(projectdata.ErrMethodNotAllowed, "method %s is not allowed here (allowed: %s)", req.Method, w.Header().Get("Allow")))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
@@ -144,36 +143,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
 	h.allowOrigin(rec, r)
-	routed := onEscapedPath(r)
-	if r.Method != http.MethodHead || !h.serveHead(rec, routed) {
-		h.router.ServeHTTP(rec, routed)
-	}
+	h.router.ServeHTTP(rec, onEscapedPath(r))
 	h.observe(rec, r, time.Since(start))
-}
-
-// serveHead serves HEAD on a GET route as GET (RFC 9110, 9.3.2: the same
-// head, no content; net/http drops what the handler writes), and reports
-// whether there was a GET route.
-func (h *Handler) serveHead(w http.ResponseWriter, r *http.Request) bool {
-	handle, ps, _ := h.router.Lookup(http.MethodGet, r.URL.Path)
-	if handle == nil {
-		return false
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			h.router.PanicHandler(w, r, v)
-		}
-	}()
-	handle(w, r, ps)
-	return true
-}
-
-// allowHead adds HEAD to the Allow header the router set, wherever it
-// allows GET.
-func allowHead(w http.ResponseWriter) {
-	if allow := w.Header().Get("Allow"); strings.Contains(allow, http.MethodGet) {
-		w.Header().Set("Allow", strings.Replace(allow, http.MethodGet, http.MethodGet+", "+http.MethodHead, 1))
-	}
 }
 
 // onEscapedPath returns r routed on its path as the client escaped it: the
@@ -316,10 +287,15 @@ func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn
 }
 
 // register adds a route to the router and to the list the OpenAPI
-// document is checked against.
+// document is checked against; a GET route answers HEAD too.
 func (h *Handler) register(method, path string, handle httprouter.Handle) {
 	h.registered = append(h.registered, method+" "+path)
 	h.router.Handle(method, path, handle)
+	if method == http.MethodGet {
+		// HEAD is GET without the content (RFC 9110, 9.3.2): net/http
+		// drops what the handler writes. The router lists it in Allow.
+		h.router.Handle(http.MethodHead, path, handle)
+	}
 }
 
 // guard runs the checks every route shares, in the contract's order: route
