@@ -61,6 +61,23 @@ func TestCheckpointsRunInTheBackground(t *testing.T) {
 	waitFor(t, "the checkpointer's connection closed", func() bool { return !p.ckpt.open.Load() }) // idle: none held
 }
 
+// TestCheckpointerKeepsItsConnection: checkpoints that follow each other
+// (here those after each pause of the writer) share one connection of the
+// checkpointer, instead of opening one each.
+func TestCheckpointerKeepsItsConnection(t *testing.T) {
+	s := itemsStore(t, nil)
+	p := acmeProject(t, s)
+	for range 3 {
+		runs := p.ckpt.runs.Load()
+		_, err := s.Insert(context.Background(), "acme", "items", []Row{{"name": "x"}})
+		is.New(t).NoErr(err)
+		waitFor(t, "the checkpoint after the write", func() bool { return p.ckpt.runs.Load() > runs })
+	}
+	if opens, runs := p.ckpt.opens.Load(), p.ckpt.runs.Load(); opens >= runs {
+		t.Fatalf("the checkpointer opened %d connections for %d checkpoints", opens, runs)
+	}
+}
+
 // TestCheckpointsFallBackToTheWriter: without its own connection the
 // writer checkpoints itself after the commit that fills the log.
 func TestCheckpointsFallBackToTheWriter(t *testing.T) {
