@@ -21,7 +21,9 @@ import (
 // own calls, without a caller, share one scope). See WithIdempotency.
 type Idempotency struct {
 	// Key is 1 to 255 printable ASCII characters (space to ~); anything
-	// else is ErrInvalidIdempotencyKey.
+	// else is ErrInvalidIdempotencyKey. Keys that grow with time (UUIDv7,
+	// ULID) cost less to store than random ones: answers are indexed by
+	// key, and a random key lands on a page of that index of its own.
 	Key string
 	// Fingerprint, when set, returns what identifies the request, so that
 	// the same key sent with another request is ErrIdempotencyKeyReused.

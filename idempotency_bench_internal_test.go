@@ -2,7 +2,8 @@ package projectdata
 
 import (
 	"context"
-	"strconv"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,16 +19,21 @@ import (
 // Serial/Paired and Parallel/Paired insert with and without a key into one
 // Store in alternating slices, so that both sides share the machine's load
 // over the same stretch of time; x_nokey is the keyed rate as a ratio to
-// the unkeyed (issue 16's figure).
+// the unkeyed (issue 16's figure). Their keys grow in order, as time-ordered
+// keys do (UUIDv7, ULID): each lands at the end of the key index.
+// Parallel/PairedRandomKeys takes random UUIDv4-shaped keys instead, each
+// of which lands on a page of the index of its own.
 func BenchmarkInsertIdempotencyKey(b *testing.B) {
 	verifyChangeLog = false // its update hook would slow both sides (benchmarks run after the tests)
 	defer func() { verifyChangeLog = true }()
 	rows := []Row{{"name": "item", "qty": 1}}
 	var keys atomic.Int64
+	orderedKey := func() string { return fmt.Sprintf("order-%012d", keys.Add(1)) }
+	key := orderedKey
 	insert := func(b *testing.B, s *Store, keyed bool) {
 		ctx := context.Background()
 		if keyed {
-			ctx = WithIdempotencyKey(ctx, "order-"+strconv.FormatInt(keys.Add(1), 10))
+			ctx = WithIdempotencyKey(ctx, key())
 		}
 		if _, err := s.Insert(ctx, "acme", "items", rows); err != nil {
 			b.Error(err)
@@ -56,7 +62,7 @@ func BenchmarkInsertIdempotencyKey(b *testing.B) {
 				b.ReportMetric((storedBytes(b, s)-before)/float64(b.N), "dbB/row")
 			})
 		}
-		b.Run(map[bool]string{false: "Serial/", true: "Parallel/"}[parallel]+"Paired", func(b *testing.B) {
+		paired := func(b *testing.B) {
 			s := itemsStore(b, nil)
 			var keyed, unkeyed, keyedCPU, unkeyedCPU time.Duration
 			for i := range pairedSlices {
@@ -70,8 +76,21 @@ func BenchmarkInsertIdempotencyKey(b *testing.B) {
 			b.ReportMetric(float64(b.N)/unkeyed.Seconds(), "nokey_rows/s")
 			b.ReportMetric(unkeyed.Seconds()/keyed.Seconds(), "x_nokey")
 			b.ReportMetric(unkeyedCPU.Seconds()/keyedCPU.Seconds(), "cpu_x_nokey")
-		})
+		}
+		b.Run(map[bool]string{false: "Serial/", true: "Parallel/"}[parallel]+"Paired", paired)
+		if parallel {
+			key = randomKey
+			b.Run("Parallel/PairedRandomKeys", paired)
+			key = orderedKey
+		}
 	}
+}
+
+// randomKey is a random key shaped as a UUIDv4 (version and variant bits
+// aside), as most clients make them.
+func randomKey() string {
+	a, b := rand.Uint64(), rand.Uint64()
+	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, a>>16&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
 }
 
 // pairedSlices is how many alternating slices a paired measurement takes

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -151,4 +152,38 @@ func TestCallerKeyInFlightIsNotRetried(t *testing.T) {
 	_, err = remote.Insert(pd.WithIdempotencyKey(ctx, "k"), "acme", "t", []pd.Row{{"v": 1}})
 	is.True(errors.Is(err, pd.ErrIdempotencyKeyInFlight))
 	is.Equal(f.attempts, 2) // not retried
+}
+
+// TestOwnKeysGrowWithTime: the keys the client makes for writes (none on
+// ctx) grow with time, so that the server stores each at the end of its
+// key index rather than on a page of its own; and no two are the same.
+func TestOwnKeysGrowWithTime(t *testing.T) {
+	is := is.New(t)
+	var mu sync.Mutex
+	var keys []string
+	_, remote, _ := pair(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if k := r.Header.Get("Idempotency-Key"); k != "" {
+				mu.Lock()
+				keys = append(keys, k)
+				mu.Unlock()
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	_, _, err := remote.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}})
+	is.NoErr(err)
+	for range 8 {
+		time.Sleep(2 * time.Millisecond) // a new millisecond
+		_, err := remote.Insert(ctx, "acme", "t", []pd.Row{{"v": "x"}})
+		is.NoErr(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	is.Equal(len(keys), 9)
+	for i := 1; i < len(keys); i++ {
+		if keys[i] <= keys[i-1] {
+			t.Fatalf("key %d %s does not sort after key %d %s", i, keys[i], i-1, keys[i-1])
+		}
+	}
 }

@@ -86,22 +86,39 @@ cat >"$work/create_one.lua" <<EOF
 dofile("$work/common.lua")
 each(function(n) return wrk.format("POST", "/projects/acme/records/items", nil, '{"name":"new ' .. n .. '","qty":' .. n .. ',"price":2.5,"note":"load"}') end)
 EOF
-cat >"$work/create_one_keyed.lua" <<EOF
+# A new Idempotency-Key for every request. create_one_keyed's grow with
+# time, as time-ordered keys do (UUIDv7, ULID, the Go client's own): the
+# round's start, the thread's number and the request's make them unique
+# across rounds and threads. create_one_keyed_random's are random, shaped
+# as UUIDv4s: each lands on a page of the server's key index of its own.
+cat >"$work/keyed.lua" <<EOF
 dofile("$work/common.lua")
--- a new Idempotency-Key for every request: the thread's number and the
--- round's start make keys unique across threads and rounds
 local threads = 0
 function setup(thread)
 	threads = threads + 1
 	thread:set("thread_id", threads)
 end
+function init()
+	math.randomseed(os.time() * 100 + thread_id)
+end
+function keyed(key)
+	each(function(n)
+		local headers = {} -- wrk.format takes these instead of wrk.headers
+		for k, v in pairs(wrk.headers) do headers[k] = v end
+		headers["Idempotency-Key"] = key(n)
+		return wrk.format("POST", "/projects/acme/records/items", headers, '{"name":"new ' .. n .. '","qty":' .. n .. ',"price":2.5,"note":"load"}')
+	end)
+end
+EOF
+cat >"$work/create_one_keyed.lua" <<EOF
+dofile("$work/keyed.lua")
 local start = os.time()
-each(function(n)
-	local headers = {} -- wrk.format takes these instead of wrk.headers
-	for k, v in pairs(wrk.headers) do headers[k] = v end
-	headers["Idempotency-Key"] = "wrk-" .. start .. "-" .. thread_id .. "-" .. n
-	return wrk.format("POST", "/projects/acme/records/items", headers, '{"name":"new ' .. n .. '","qty":' .. n .. ',"price":2.5,"note":"load"}')
-end)
+keyed(function(n) return string.format("wrk-%d-%d-%012d", start, thread_id, n) end)
+EOF
+cat >"$work/create_one_keyed_random.lua" <<EOF
+dofile("$work/keyed.lua")
+local r = math.random
+keyed(function(n) return string.format("%08x-%04x-%04x-%04x-%06x%06x", r(0, 0x7fffffff), r(0, 0xffff), r(0, 0xffff), r(0, 0xffff), r(0, 0xffffff), r(0, 0xffffff)) end)
 EOF
 cat >"$work/batch1000.lua" <<EOF
 dofile("$work/common.lua")
@@ -124,21 +141,21 @@ measure() {
 	awk '/Requests\/sec/ { rate = $2 } $1 == "99%" { p99 = $2 } END { print rate, p99 }' <<<"$out"
 }
 
-printf "%-6s %-16s %12s %10s %9s\n" round workload req/s x_bare p99
+printf "%-6s %-24s %12s %10s %9s\n" round workload req/s x_bare p99
 for round in $(seq "$ROUNDS"); do
 	read -r bare bare_p99 < <(measure bare "$BARE")
-	printf "%-6s %-16s %12.0f %10s %9s\n" "$round" bare "$bare" 1 "$bare_p99"
-	for w in get_by_id query_by_pk create_one create_one_keyed batch1000; do
+	printf "%-6s %-24s %12.0f %10s %9s\n" "$round" bare "$bare" 1 "$bare_p99"
+	for w in get_by_id query_by_pk create_one create_one_keyed create_one_keyed_random batch1000; do
 		read -r rate p99 < <(measure "$w" "$API")
 		if [ "$w" = create_one ]; then
 			create=$rate
 		fi
-		if [ "$w" = create_one_keyed ]; then
-			printf "%-6s %-16s %12.0f %10.2f %9s  (%.2f of create_one)\n" "$round" "$w" "$rate" "$(awk -v r="$rate" -v b="$bare" 'BEGIN { print r / b }')" "$p99" "$(awk -v r="$rate" -v c="$create" 'BEGIN { print r / c }')"
+		if [ "$w" = create_one_keyed ] || [ "$w" = create_one_keyed_random ]; then
+			printf "%-6s %-24s %12.0f %10.2f %9s  (%.2f of create_one)\n" "$round" "$w" "$rate" "$(awk -v r="$rate" -v b="$bare" 'BEGIN { print r / b }')" "$p99" "$(awk -v r="$rate" -v c="$create" 'BEGIN { print r / c }')"
 		elif [ "$w" = batch1000 ]; then
-			printf "%-6s %-16s %12.0f %10s %9s  (%.0f rows/s)\n" "$round" "$w" "$rate" - "$p99" "$(awk -v r="$rate" 'BEGIN { print r * 1000 }')"
+			printf "%-6s %-24s %12.0f %10s %9s  (%.0f rows/s)\n" "$round" "$w" "$rate" - "$p99" "$(awk -v r="$rate" 'BEGIN { print r * 1000 }')"
 		else
-			printf "%-6s %-16s %12.0f %10.2f %9s\n" "$round" "$w" "$rate" "$(awk -v r="$rate" -v b="$bare" 'BEGIN { print r / b }')" "$p99"
+			printf "%-6s %-24s %12.0f %10.2f %9s\n" "$round" "$w" "$rate" "$(awk -v r="$rate" -v b="$bare" 'BEGIN { print r / b }')" "$p99"
 		fi
 	done
 done
