@@ -332,7 +332,7 @@ func openAPIDocument() []byte {
 			"parameters": map[string]any{
 				"OperationKey":   map[string]any{"name": "X-Operation-Key", "in": "header", "description": "Groups requests of one operation.", "schema": raw(strSchema)},
 				"OperationRunID": map[string]any{"name": "X-Operation-Run-Id", "in": "header", "description": "Run id of the operation (oprun_…).", "schema": raw(strSchema)},
-				"IdempotencyKey": map[string]any{"name": "Idempotency-Key", "in": "header", "description": "On writes, a retry with the same key and request gets the first answer.", "schema": raw(strSchema)},
+				"IdempotencyKey": map[string]any{"name": "Idempotency-Key", "in": "header", "description": "On writes, a retry with the same key and request gets the first answer. Keys that grow with time (UUIDv7, ULID) cost the server less to store than random ones (UUIDv4).", "schema": raw(strSchema)},
 			},
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "A project token (pat_…)."}},
 		},
