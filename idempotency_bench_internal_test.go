@@ -29,10 +29,10 @@ func BenchmarkInsertIdempotencyKey(b *testing.B) {
 	rows := []Row{{"name": "item", "qty": 1}}
 	var keys atomic.Int64
 	orderedKey := func() string { return fmt.Sprintf("order-%012d", keys.Add(1)) }
-	key := orderedKey
-	insert := func(b *testing.B, s *Store, keyed bool) {
+	// insert inserts rows under a new key from key, or without one if nil.
+	insert := func(b *testing.B, s *Store, key func() string) {
 		ctx := context.Background()
-		if keyed {
+		if key != nil {
 			ctx = WithIdempotencyKey(ctx, key())
 		}
 		if _, err := s.Insert(ctx, "acme", "items", rows); err != nil {
@@ -42,6 +42,7 @@ func BenchmarkInsertIdempotencyKey(b *testing.B) {
 	for _, parallel := range []bool{false, true} {
 		for _, keyed := range []bool{false, true} {
 			name := map[bool]string{false: "Serial/", true: "Parallel/"}[parallel] + map[bool]string{false: "NoKey", true: "Key"}[keyed]
+			key := map[bool]func() string{false: nil, true: orderedKey}[keyed]
 			b.Run(name, func(b *testing.B) {
 				s := itemsStore(b, nil)
 				before := storedBytes(b, s)
@@ -50,38 +51,39 @@ func BenchmarkInsertIdempotencyKey(b *testing.B) {
 					b.SetParallelism(8)
 					b.RunParallel(func(pb *testing.PB) {
 						for pb.Next() {
-							insert(b, s, keyed)
+							insert(b, s, key)
 						}
 					})
 				} else {
 					for b.Loop() {
-						insert(b, s, keyed)
+						insert(b, s, key)
 					}
 				}
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 				b.ReportMetric((storedBytes(b, s)-before)/float64(b.N), "dbB/row")
 			})
 		}
-		paired := func(b *testing.B) {
-			s := itemsStore(b, nil)
-			var keyed, unkeyed, keyedCPU, unkeyedCPU time.Duration
-			for i := range pairedSlices {
-				n := b.N/pairedSlices + boolInt(i < b.N%pairedSlices)
-				d, cpu := insertSlice(n, parallel, func() { insert(b, s, false) })
-				unkeyed, unkeyedCPU = unkeyed+d, unkeyedCPU+cpu
-				d, cpu = insertSlice(n, parallel, func() { insert(b, s, true) })
-				keyed, keyedCPU = keyed+d, keyedCPU+cpu
+		// paired inserts without a key and with one from key, in turns.
+		paired := func(key func() string) func(b *testing.B) {
+			return func(b *testing.B) {
+				s := itemsStore(b, nil)
+				var keyed, unkeyed, keyedCPU, unkeyedCPU time.Duration
+				for i := range pairedSlices {
+					n := b.N/pairedSlices + boolInt(i < b.N%pairedSlices)
+					d, cpu := insertSlice(n, parallel, func() { insert(b, s, nil) })
+					unkeyed, unkeyedCPU = unkeyed+d, unkeyedCPU+cpu
+					d, cpu = insertSlice(n, parallel, func() { insert(b, s, key) })
+					keyed, keyedCPU = keyed+d, keyedCPU+cpu
+				}
+				b.ReportMetric(float64(b.N)/keyed.Seconds(), "rows/s")
+				b.ReportMetric(float64(b.N)/unkeyed.Seconds(), "nokey_rows/s")
+				b.ReportMetric(unkeyed.Seconds()/keyed.Seconds(), "x_nokey")
+				b.ReportMetric(unkeyedCPU.Seconds()/keyedCPU.Seconds(), "cpu_x_nokey")
 			}
-			b.ReportMetric(float64(b.N)/keyed.Seconds(), "rows/s")
-			b.ReportMetric(float64(b.N)/unkeyed.Seconds(), "nokey_rows/s")
-			b.ReportMetric(unkeyed.Seconds()/keyed.Seconds(), "x_nokey")
-			b.ReportMetric(unkeyedCPU.Seconds()/keyedCPU.Seconds(), "cpu_x_nokey")
 		}
-		b.Run(map[bool]string{false: "Serial/", true: "Parallel/"}[parallel]+"Paired", paired)
+		b.Run(map[bool]string{false: "Serial/", true: "Parallel/"}[parallel]+"Paired", paired(orderedKey))
 		if parallel {
-			key = randomKey
-			b.Run("Parallel/PairedRandomKeys", paired)
-			key = orderedKey
+			b.Run("Parallel/PairedRandomKeys", paired(randomKey))
 		}
 	}
 }
