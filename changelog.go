@@ -364,18 +364,20 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 		}
 		return c.db.Changes(), nil
 	}
-	returning := ` RETURNING rowid, ` + t.pk.quoted
+	rowid := t.rowidRef()
+	returning := ` RETURNING ` + rowid + `, ` + t.pk.quoted
 	if op == ChangeUpdate {
 		var b strings.Builder
-		b.WriteString(` RETURNING rowid`)
+		b.WriteString(` RETURNING `)
+		b.WriteString(rowid)
 		for _, col := range t.columns {
 			b.WriteString(`, `)
 			b.WriteString(col.quoted)
 		}
 		returning = b.String()
 	}
-	var sql string
-	var oldKeys []any // the keys of the rows a key-setting update selects: one, or it fails
+	var sql, next string // the statement of the first chunk, and of the chunks after it
+	var oldKeys []any    // the keys of the rows a key-setting update selects: one, or it fails
 	if setsKey {
 		sql = head + cond + returning
 		err := c.query(`SELECT `+t.pk.quoted+` FROM `+t.quoted+cond+` LIMIT 2`, args[set:], func(st *sqlite3.Stmt) error {
@@ -390,13 +392,18 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 			return 0, err
 		}
 	} else {
+		// The first chunk has no lower bound: a rowid may be zero or
+		// negative (an INTEGER primary key is the rowid).
 		and := ` WHERE `
 		if cond != "" {
 			and = ` AND `
 		}
-		sql = head + ` WHERE rowid IN (SELECT rowid FROM ` + t.quoted + cond + and +
-			`rowid > ? ORDER BY rowid LIMIT ` + strconv.Itoa(changeChunk) + `)` + returning
-		args = append(args, int64(0))
+		chunk := func(bound string) string {
+			return head + ` WHERE ` + rowid + ` IN (SELECT ` + rowid + ` FROM ` + t.quoted + cond + bound +
+				` ORDER BY ` + rowid + ` LIMIT ` + strconv.Itoa(changeChunk) + `)` + returning
+		}
+		sql, next = chunk(""), chunk(and+rowid+` > ?`)
+		args = append(args, nil) // the bound of next, set once a chunk ran
 	}
 	var (
 		total   int64
@@ -412,7 +419,11 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 		}
 		keys = keys[:0]
 		n := 0
-		err := c.query(sql, args, func(st *sqlite3.Stmt) error {
+		stmtArgs := args
+		if !setsKey && args[lastRow] == nil { // the first chunk
+			stmtArgs = args[:lastRow]
+		}
+		err := c.query(sql, stmtArgs, func(st *sqlite3.Stmt) error {
 			n++
 			row := vals
 			if op == ChangeDelete {
@@ -460,7 +471,21 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 		if setsKey || n < changeChunk {
 			return total, nil
 		}
+		sql = next
 	}
+}
+
+// rowidRef is how the table's SQL names its rows' rowid: rowid, _rowid_
+// or oid, whichever no column of the table shadows, or else the primary
+// key, which orders and identifies rows as well (an INTEGER one is the
+// rowid).
+func (t *tableInfo) rowidRef() string {
+	for _, name := range []string{"rowid", "_rowid_", "oid"} {
+		if _, shadowed := t.byName[name]; !shadowed {
+			return name
+		}
+	}
+	return t.pk.quoted
 }
 
 // logSchemaChanges logs one schema change for each table that the unit of

@@ -707,6 +707,76 @@ func TestUpdateRecords(t *testing.T) {
 	})
 }
 
+// TestBulkChangesReachTheirRowsOnly: bulk updates and deletes change
+// exactly the rows their where selects, whatever the rows' keys (an
+// INTEGER primary key is the rowid, and may be zero or negative) and
+// whatever the columns are called (a column named rowid, _rowid_ or oid
+// hides SQLite's own name for the rowid).
+func TestBulkChangesReachTheirRowsOnly(t *testing.T) {
+	tables := []struct {
+		name string
+		cols []projectdata.ColumnDef
+		keys []any
+	}{
+		{"NegativeKeys", nil, []any{int64(-5), int64(0), int64(7)}},
+		{"RowidColumn", []projectdata.ColumnDef{{Name: "rowid"}}, []any{int64(1), int64(2), int64(3)}},
+		{"EveryRowidNameTaken", []projectdata.ColumnDef{{Name: "code", Primary: true}, {Name: "ROWID"}, {Name: "_rowid_"}, {Name: "Oid"}}, []any{"a", "b", "c"}},
+	}
+	for _, tc := range tables {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			s, _ := pdtest.NewProject(t, nil)
+			createTable(t, s, "t", append(tc.cols, projectdata.ColumnDef{Name: "n", Type: "INTEGER"})...)
+			key := "id"
+			if tc.cols != nil && tc.cols[0].Primary {
+				key = tc.cols[0].Name
+			}
+			var in []projectdata.Row
+			for i, k := range tc.keys {
+				row := projectdata.Row{key: k, "n": int64(i)}
+				for _, c := range tc.cols {
+					if !c.Primary {
+						row[c.Name] = "same" // every row holds the same value in the rowid-named columns
+					}
+				}
+				in = append(in, row)
+			}
+			_, err := s.Insert(ctx, "acme", "t", in)
+			is.NoErr(err)
+
+			res, err := s.UpdateRecords(ctx, "acme", "t", projectdata.BulkUpdate{Data: projectdata.Row{"n": 10}, Where: projectdata.Where{{Column: "n", Op: "=", Value: 0}}})
+			is.NoErr(err)
+			is.Equal(res.AffectedRows, int64(1))
+			res, err = s.UpdateRecords(ctx, "acme", "t", projectdata.BulkUpdate{Data: projectdata.Row{"n": 20}, Where: projectdata.Where{{Column: "n", Op: "=", Value: 1}}})
+			is.NoErr(err)
+			is.Equal(res.AffectedRows, int64(1))
+			res, err = s.DeleteRecords(ctx, "acme", "t", projectdata.BulkDelete{Where: projectdata.Where{{Column: "n", Op: "=", Value: 2}}})
+			is.NoErr(err)
+			is.Equal(res.AffectedRows, int64(1))
+			list, err := s.ListRecords(ctx, "acme", "t", projectdata.ListOptions{})
+			is.NoErr(err)
+			is.Equal(len(list.Rows), 2)
+			for i, want := range []int64{10, 20} {
+				is.Equal(list.Rows[i][key], tc.keys[i])
+				is.Equal(list.Rows[i]["n"], want)
+			}
+			var changed int
+			page, err := s.ListChanges(ctx, "acme", projectdata.ChangeQuery{})
+			is.NoErr(err)
+			for _, c := range page.Changes {
+				if c.Op == projectdata.ChangeUpdate || c.Op == projectdata.ChangeDelete {
+					changed++
+				}
+			}
+			is.Equal(changed, 3) // the feed logs the rows changed, each once
+
+			res, err = s.DeleteRecords(ctx, "acme", "t", projectdata.BulkDelete{AllowAll: true})
+			is.NoErr(err)
+			is.Equal(res.AffectedRows, int64(2))
+		})
+	}
+}
+
 // TestBulkNeedsWhere checks where_required and allow_all for both bulk
 // operations.
 func TestBulkNeedsWhere(t *testing.T) {
