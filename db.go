@@ -640,6 +640,10 @@ func dbError(ctx context.Context, err error) error {
 		return errorf(ErrNotNullViolation, "a NOT NULL column got no value")
 	case errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil:
 		return ctx.Err()
+	case errors.Is(err, sqlite3.BUSY):
+		// Another connection to the file (another Store or process on the
+		// folder) held its lock past Options.BusyTimeout.
+		return errorf(ErrServerBusy, "the project's database stayed locked by another connection for longer than the busy timeout; retry")
 	}
 	var code Code
 	if errors.As(err, &code) {
