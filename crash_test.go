@@ -37,6 +37,10 @@ func TestMain(m *testing.M) {
 		idemCrashChild(dir)
 		os.Exit(0)
 	}
+	if dir := os.Getenv(ddlCrashChildEnv); dir != "" {
+		ddlCrashChild(dir)
+		os.Exit(0)
+	}
 	code := m.Run()
 	closeListFixture()
 	os.Exit(code)
