@@ -237,6 +237,7 @@ func TestSchemaChangesUnderLoad(t *testing.T) {
 		t.Error(f)
 	}
 
+	pdtest.CheckRowCounts(t, dir, "acme")
 	// Every acknowledged row holds its values in their columns.
 	inserted.Range(func(k, v any) bool {
 		row, err := a.GetRecord(ctx, "acme", "t", k.(string))
