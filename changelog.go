@@ -420,7 +420,7 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 		keys = keys[:0]
 		n := 0
 		stmtArgs := args
-		if !setsKey && args[lastRow] == nil { // the first chunk
+		if !setsKey && sql != next { // the first chunk: no bound
 			stmtArgs = args[:lastRow]
 		}
 		err := c.query(sql, stmtArgs, func(st *sqlite3.Stmt) error {
