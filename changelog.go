@@ -356,7 +356,9 @@ const maxChangeRecordBytes = 4 << 20
 // rows, so the memory of a bulk change is bounded whatever it touches. An
 // update that sets the primary key (which moves a row in rowid order, and
 // can succeed for one row only) runs as one statement, and is logged as
-// logUpdated logs a key's move. args are head's set first, then cond's.
+// logUpdated logs a key's move; so does a change of a table whose columns
+// hide every name of the rowid (see rowidRef). args are head's set first,
+// then cond's.
 func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int, setsKey bool) (int64, error) {
 	if c.changes.off {
 		if err := c.exec(head+cond, args...); err != nil {
@@ -365,11 +367,16 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 		return c.db.Changes(), nil
 	}
 	rowid := t.rowidRef()
-	returning := ` RETURNING ` + rowid + `, ` + t.pk.quoted
+	chunked := !setsKey && rowid != ""
+	first := rowid // the rowid, which the next chunk starts after; unread when not chunked
+	if !chunked {
+		first = t.pk.quoted
+	}
+	returning := ` RETURNING ` + first + `, ` + t.pk.quoted
 	if op == ChangeUpdate {
 		var b strings.Builder
 		b.WriteString(` RETURNING `)
-		b.WriteString(rowid)
+		b.WriteString(first)
 		for _, col := range t.columns {
 			b.WriteString(`, `)
 			b.WriteString(col.quoted)
@@ -378,8 +385,10 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 	}
 	var sql, next string // the statement of the first chunk, and of the chunks after it
 	var oldKeys []any    // the keys of the rows a key-setting update selects: one, or it fails
-	if setsKey {
+	if !chunked {
 		sql = head + cond + returning
+	}
+	if setsKey {
 		err := c.query(`SELECT `+t.pk.quoted+` FROM `+t.quoted+cond+` LIMIT 2`, args[set:], func(st *sqlite3.Stmt) error {
 			key := make([]any, 1)
 			if err := st.Columns(key...); err != nil {
@@ -391,7 +400,7 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 		if err != nil {
 			return 0, err
 		}
-	} else {
+	} else if chunked {
 		// The first chunk has no lower bound: a rowid may be zero or
 		// negative (an INTEGER primary key is the rowid).
 		and := ` WHERE `
@@ -420,7 +429,7 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 		keys = keys[:0]
 		n := 0
 		stmtArgs := args
-		if !setsKey && sql != next { // the first chunk: no bound
+		if chunked && sql != next { // the first chunk: no bound
 			stmtArgs = args[:lastRow]
 		}
 		err := c.query(sql, stmtArgs, func(st *sqlite3.Stmt) error {
@@ -432,15 +441,21 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 			if err := st.Columns(row...); err != nil {
 				return err
 			}
-			if !setsKey {
+			if chunked {
 				args[lastRow] = row[0] // the rowid: the next chunk starts after it
 			}
 			if op == ChangeDelete {
 				keys = append(keys, row[1])
-				return nil
+				if len(keys) < changeChunk {
+					return nil
+				}
+				// A statement not chunked logs changeChunk keys a record.
+				buf = appendKeys(buf, keys)
+				keys = keys[:0]
+				return c.appendChange(changeRecord{table: t.Name, op: ChangeDelete, count: changeChunk, data: buf})
 			}
 			w.add(row[1:])
-			if len(w.buf) >= maxChangeRecordBytes {
+			if len(w.buf) >= maxChangeRecordBytes || w.rows >= changeChunk {
 				// The images so far are a record of their own, as an
 				// insert's (see logInsert).
 				if err := c.appendChange(w.record(ChangeUpdate)); err != nil {
@@ -457,7 +472,7 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 		if setsKey && op == ChangeUpdate && n == 1 && len(oldKeys) == 1 && w.rows == 1 {
 			return total, c.logUpdated(t, oldKeys[0], vals[1+slices.Index(t.columns, t.pk)], w)
 		}
-		rec := changeRecord{table: t.Name, op: ChangeDelete, count: n}
+		rec := changeRecord{table: t.Name, op: ChangeDelete, count: len(keys)}
 		if op == ChangeUpdate {
 			rec = w.record(ChangeUpdate)
 			buf = rec.data
@@ -468,7 +483,7 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 		if err := c.appendChange(rec); err != nil {
 			return total, err
 		}
-		if setsKey || n < changeChunk {
+		if !chunked || n < changeChunk {
 			return total, nil
 		}
 		sql = next
@@ -476,16 +491,18 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 }
 
 // rowidRef is how the table's SQL names its rows' rowid: rowid, _rowid_
-// or oid, whichever no column of the table shadows, or else the primary
-// key, which orders and identifies rows as well (an INTEGER one is the
-// rowid).
+// or oid, whichever no column of the table shadows, else an INTEGER
+// primary key (which is the rowid), else "": the rowid has no name.
 func (t *tableInfo) rowidRef() string {
 	for _, name := range []string{"rowid", "_rowid_", "oid"} {
 		if _, shadowed := t.byName[name]; !shadowed {
 			return name
 		}
 	}
-	return t.pk.quoted
+	if t.pk.Type == TypeInteger {
+		return t.pk.quoted
+	}
+	return ""
 }
 
 // logSchemaChanges logs one schema change for each table that the unit of

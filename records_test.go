@@ -777,6 +777,54 @@ func TestBulkChangesReachTheirRowsOnly(t *testing.T) {
 	}
 }
 
+// TestBulkChangesWithoutARowidName: a table whose columns hide every name
+// of the rowid and whose key is not an INTEGER has its rows changed by one
+// statement, each row once, and logged once.
+func TestBulkChangesWithoutARowidName(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, nil)
+	createTable(t, s, "t", projectdata.ColumnDef{Name: "code", Primary: true}, projectdata.ColumnDef{Name: "rowid"},
+		projectdata.ColumnDef{Name: "_rowid_"}, projectdata.ColumnDef{Name: "oid"}, projectdata.ColumnDef{Name: "n", Type: "INTEGER"})
+	const n = 2500 // more than a log record holds
+	var in []projectdata.Row
+	for i := range n {
+		in = append(in, projectdata.Row{"code": fmt.Sprint("c", i*7919%n), "n": i})
+	}
+	_, err := s.Insert(ctx, "acme", "t", in)
+	is.NoErr(err)
+	from, err := s.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+
+	res, err := s.UpdateRecords(ctx, "acme", "t", projectdata.BulkUpdate{Data: projectdata.Row{"rowid": "y"}, AllowAll: true})
+	is.NoErr(err)
+	is.Equal(res.AffectedRows, int64(n))
+	res, err = s.DeleteRecords(ctx, "acme", "t", projectdata.BulkDelete{Where: projectdata.Where{{Column: "n", Op: ">=", Value: 100}}})
+	is.NoErr(err)
+	is.Equal(res.AffectedRows, int64(n-100))
+	list, err := s.ListRecords(ctx, "acme", "t", projectdata.ListOptions{Where: projectdata.Where{{Column: "rowid", Op: "=", Value: "y"}}, Limit: 1})
+	is.NoErr(err)
+	is.Equal(*list.Total, int64(100))
+
+	seen := map[string]int{}
+	for after := from; ; {
+		page, err := s.ListChanges(ctx, "acme", projectdata.ChangeQuery{After: after, Limit: 1000})
+		is.NoErr(err)
+		if len(page.Changes) == 0 {
+			break
+		}
+		for _, c := range page.Changes {
+			seen[c.Op+" "+c.Key.(string)]++
+		}
+		after = page.NextAfter
+	}
+	is.Equal(len(seen), 2*n-100)
+	for k, times := range seen {
+		if times != 1 {
+			t.Fatalf("%s logged %d times", k, times)
+		}
+	}
+}
+
 // TestBulkNeedsWhere checks where_required and allow_all for both bulk
 // operations.
 func TestBulkNeedsWhere(t *testing.T) {
