@@ -641,9 +641,7 @@ func dbError(ctx context.Context, err error) error {
 	case errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, sqlite3.BUSY):
-		// Another connection to the file (another Store or process on the
-		// folder) held its lock past Options.BusyTimeout.
-		return errorf(ErrServerBusy, "the project's database stayed locked by another connection for longer than the busy timeout; retry")
+		return errLockedByAnother()
 	}
 	var code Code
 	if errors.As(err, &code) {

@@ -28,7 +28,7 @@ type pin struct {
 func (s *Store) Pin(ctx context.Context, slug string) (context.Context, func(), error) {
 	p, err := s.acquire(ctx, slug)
 	if err != nil {
-		return ctx, func() {}, busyIfExhausted(err)
+		return ctx, func() {}, busyIfUnavailable(err)
 	}
 	pn := &pin{store: s, p: p}
 	release := func() {

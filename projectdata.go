@@ -360,7 +360,7 @@ func (s *Store) withProject(ctx context.Context, slug string, op Operation, fn f
 	} else {
 		var err error
 		if p, err = s.acquire(ctx, slug); err != nil {
-			return busyIfExhausted(err)
+			return busyIfUnavailable(err)
 		}
 		defer s.release(p)
 	}
@@ -369,5 +369,5 @@ func (s *Store) withProject(ctx context.Context, slug string, op Operation, fn f
 			return err
 		}
 	}
-	return busyIfExhausted(fn(p))
+	return busyIfUnavailable(fn(p))
 }

@@ -226,3 +226,39 @@ func TestWritesWaitingOnAnotherStoresLockAreBusy(t *testing.T) {
 	_, err = s.Insert(ctx, "acme", "t", []projectdata.Row{{"qty": 1}})
 	is.NoErr(err)
 }
+
+// TestOpeningAProjectLockedByAnotherProcessIsBusy: a process that keeps
+// the project's database locked (SQLite's exclusive locking mode) past
+// Options.BusyTimeout makes opening the project, and so every operation
+// on it, 503 server_busy, not internal_error; once it lets go, the same
+// Store serves the project.
+func TestOpeningAProjectLockedByAnotherProcessIsBusy(t *testing.T) {
+	is := is.New(t)
+	opts := &projectdata.Options{BusyTimeout: 10 * time.Millisecond}
+	s, dir := pdtest.Open(t, opts)
+	_, _, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "t", Columns: []projectdata.ColumnDef{{Name: "qty", Type: "INTEGER"}}})
+	is.NoErr(err)
+	is.NoErr(s.Close())
+
+	other := pdtest.Raw(t, dir, "acme")
+	pdtest.Exec(t, other, `PRAGMA locking_mode=EXCLUSIVE`)
+	pdtest.Exec(t, other, `INSERT INTO t (qty) VALUES (1)`) // takes the exclusive lock and keeps it
+	s, err = projectdata.Open(dir, opts)
+	is.NoErr(err)
+	defer s.Close()
+	_, err = s.GetRecord(ctx, "acme", "t", "1")
+	pdtest.Code(t, err, projectdata.ErrServerBusy)
+	_, err = s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT qty FROM t"})
+	pdtest.Code(t, err, projectdata.ErrServerBusy)
+	_, err = s.Insert(ctx, "acme", "t", []projectdata.Row{{"qty": 2}})
+	pdtest.Code(t, err, projectdata.ErrServerBusy)
+	is.NoErr(other.Close())
+
+	_, err = s.Insert(ctx, "acme", "t", []projectdata.Row{{"qty": 2}})
+	is.NoErr(err)
+	row, err := s.GetRecord(ctx, "acme", "t", "1")
+	is.NoErr(err)
+	is.Equal(row["qty"], int64(1))
+}
