@@ -508,6 +508,9 @@ func checkTableDef(def TableDef) ([]columnSpec, error) {
 			return nil, err
 		}
 		specs = append([]columnSpec{auto}, specs...)
+		if len(specs) > maxColumns {
+			return nil, errorf(ErrInvalidRequest, `a table has at most %d columns, the automatic primary key "id" included`, maxColumns)
+		}
 	}
 	return specs, nil
 }

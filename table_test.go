@@ -129,6 +129,36 @@ func TestCreateTable(t *testing.T) {
 	})
 }
 
+// TestTablesHaveAtMost500Columns: the automatic primary key counts
+// among a table's 500 columns, on create as on add.
+func TestTablesHaveAtMost500Columns(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, nil)
+	columns := func(n int) []projectdata.ColumnDef {
+		cols := make([]projectdata.ColumnDef, n)
+		for i := range cols {
+			cols[i].Name = "c" + strconv.Itoa(i)
+		}
+		return cols
+	}
+	_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "wide", Columns: columns(500)})
+	pdtest.Code(t, err, projectdata.ErrInvalidRequest) // and "id" would be the 501st
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "wide", Columns: columns(501)})
+	pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+
+	_, cols, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "wide", Columns: columns(499)})
+	is.NoErr(err)
+	is.Equal(len(cols), 500)
+	_, err = s.AddColumn(ctx, "acme", "wide", projectdata.ColumnDef{Name: "more"})
+	pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+
+	keyed := columns(500)
+	keyed[0].Primary = true
+	_, cols, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "keyed", Columns: keyed})
+	is.NoErr(err)
+	is.Equal(len(cols), 500)
+}
+
 func TestListAndGetTables(t *testing.T) {
 	is := is.New(t)
 	s, _ := pdtest.NewProject(t, nil)
