@@ -138,7 +138,7 @@ func (s *Store) AddColumn(ctx context.Context, slug, table string, def ColumnDef
 			if err != nil {
 				return err
 			}
-			if other, taken := t.byName[strings.ToLower(spec.Name)]; taken {
+			if other, taken := t.byName[foldName(spec.Name)]; taken {
 				return errorf(ErrColumnExists, "table %q already has a column %q", t.Name, other.Name)
 			}
 			if len(t.columns) >= maxColumns {
@@ -264,7 +264,7 @@ func (s *Store) UpdateColumn(ctx context.Context, slug, table, column string, up
 			if upd.Name.Set {
 				newName = upd.Name.To
 			}
-			if other, taken := t.byName[strings.ToLower(newName)]; taken && other.ID != col.ID {
+			if other, taken := t.byName[foldName(newName)]; taken && other.ID != col.ID {
 				return errorf(ErrColumnExists, "table %q already has a column %q", t.Name, other.Name)
 			}
 			if newName == col.Name && next == old {
@@ -393,7 +393,7 @@ func rebuildTable(c *conn, t *tableInfo, specs []columnSpec) error {
 	tmpName := "_pd_rebuild_" + strconv.FormatInt(t.ID, 10) // _pd_: no application table has it
 	var copied []string
 	for _, spec := range specs {
-		if col, ok := t.byName[strings.ToLower(spec.Name)]; ok {
+		if col, ok := t.byName[foldName(spec.Name)]; ok {
 			copied = append(copied, col.quoted)
 		}
 	}

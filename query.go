@@ -632,7 +632,7 @@ func fullScans(budget context.Context, c *conn, sc *schema, req QueryRequest) []
 		case "OpenRead":
 			cursors[st.ColumnInt64(2)] = roots[st.ColumnInt64(3)]
 		case "Rewind":
-			if t := sc.byName[strings.ToLower(cursors[st.ColumnInt64(2)])]; t != nil && !seen[t.Name] {
+			if t := sc.byName[foldName(cursors[st.ColumnInt64(2)])]; t != nil && !seen[t.Name] {
 				seen[t.Name] = true
 				scans = append(scans, t.Name)
 			}

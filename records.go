@@ -322,7 +322,7 @@ func addColValue(buf []colValue, start int, cv colValue) ([]colValue, error) {
 // lookupColumn it takes no numeric ids: row keys, where columns and orders
 // are names.
 func (t *tableInfo) columnNamed(name string) (*columnInfo, error) {
-	if c, ok := t.byName[strings.ToLower(name)]; ok {
+	if c, ok := t.byName[foldName(name)]; ok {
 		return c, nil
 	}
 	return nil, errorf(ErrColumnNotFound, "column %.80q does not exist in table %q", name, t.Name)

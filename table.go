@@ -90,6 +90,25 @@ const maxColumns = 500
 
 var identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
+// foldName is the form of a table or column name under which the schema
+// finds it: ASCII letters lower-cased, as SQLite matches names. Other
+// characters stay as they are, so that no reference outside the name
+// alphabet (the Kelvin sign, which Unicode lower-cases to "k") finds a name.
+func foldName(name string) string {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(name)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; 'A' <= c && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return name
+}
+
 // isReserved reports whether a name belongs to the service or to SQLite.
 func isReserved(name string) bool {
 	l := strings.ToLower(name)
@@ -152,7 +171,7 @@ func (sc *schema) lookupTable(ref string) (*tableInfo, error) {
 		if t, ok := sc.byID[id]; ok {
 			return t, nil
 		}
-	} else if t, ok := sc.byName[strings.ToLower(ref)]; ok {
+	} else if t, ok := sc.byName[foldName(ref)]; ok {
 		return t, nil
 	}
 	return nil, errorf(ErrTableNotFound, "table %.80q does not exist", ref)
@@ -175,7 +194,7 @@ func (t *tableInfo) lookupColumn(ref string) (*columnInfo, error) {
 		if c, ok := t.byID[id]; ok {
 			return c, nil
 		}
-	} else if c, ok := t.byName[strings.ToLower(ref)]; ok {
+	} else if c, ok := t.byName[foldName(ref)]; ok {
 		return c, nil
 	}
 	return nil, errorf(ErrColumnNotFound, "column %.80q does not exist in table %q", ref, t.Name)
@@ -207,7 +226,7 @@ func loadSchema(c *conn) (*schema, error) {
 		t.CreatedAt, t.UpdatedAt = timeOrZero(st, 3), timeOrZero(st, 4)
 		t.quoted = quoteIdent(t.Name)
 		sc.tables = append(sc.tables, t)
-		sc.byName[strings.ToLower(t.Name)] = t
+		sc.byName[foldName(t.Name)] = t
 		sc.byID[t.ID] = t
 		return nil
 	})
@@ -238,7 +257,7 @@ func loadSchema(c *conn) (*schema, error) {
 		}
 		col.quoted = quoteIdent(col.Name)
 		t.columns = append(t.columns, col)
-		t.byName[strings.ToLower(col.Name)] = col
+		t.byName[foldName(col.Name)] = col
 		t.byID[col.ID] = col
 		if col.IsPrimary {
 			t.pk = col

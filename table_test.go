@@ -159,6 +159,32 @@ func TestTablesHaveAtMost500Columns(t *testing.T) {
 	is.Equal(len(cols), 500)
 }
 
+// TestNamesMatchInASCIICaseOnly: names match whatever the case of their
+// ASCII letters, as in SQLite, and nothing else: the Kelvin sign, which
+// Unicode lower-cases to "k", names no table or column.
+func TestNamesMatchInASCIICaseOnly(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, nil)
+	_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "kit", Columns: []projectdata.ColumnDef{{Name: "kind"}}})
+	is.NoErr(err)
+	const kelvin = "\u212a"
+
+	_, err = s.GetTable(ctx, "acme", "KIT")
+	is.NoErr(err)
+	_, err = s.GetTable(ctx, "acme", kelvin+"it")
+	pdtest.Code(t, err, projectdata.ErrTableNotFound)
+	_, err = s.GetColumn(ctx, "acme", "kit", "KIND")
+	is.NoErr(err)
+	_, err = s.GetColumn(ctx, "acme", "kit", kelvin+"ind")
+	pdtest.Code(t, err, projectdata.ErrColumnNotFound)
+	_, err = s.Insert(ctx, "acme", "kit", []projectdata.Row{{kelvin + "ind": "x"}})
+	pdtest.Code(t, err, projectdata.ErrColumnNotFound)
+	_, err = s.ListRecords(ctx, "acme", "kit", projectdata.ListOptions{Order: kelvin + "ind"})
+	pdtest.Code(t, err, projectdata.ErrColumnNotFound)
+	_, err = s.ListRecords(ctx, "acme", "kit", projectdata.ListOptions{Order: "-Kind"})
+	is.NoErr(err)
+}
+
 func TestListAndGetTables(t *testing.T) {
 	is := is.New(t)
 	s, _ := pdtest.NewProject(t, nil)
