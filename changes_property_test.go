@@ -1,0 +1,219 @@
+package projectdata_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// randomWrites runs writes of every kind on table f of project acme until
+// stop closes: inserts (some failing on a unique name, rolled back inside
+// the commit they share with others), updates of one row (some moving it
+// to another key), bulk updates and deletes, deletes of one row, and
+// columns added. Failures the writes expect are ignored; others are sent to
+// errs.
+func randomWrites(s *projectdata.Store, seed int64, stop <-chan struct{}, errs chan<- error) {
+	r := rand.New(rand.NewSource(seed))
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			errs <- nil
+			return
+		default:
+		}
+		var err error
+		switch r.Intn(9) {
+		case 0, 1:
+			var batch []projectdata.Row
+			for j := range 1 + r.Intn(30) {
+				batch = append(batch, projectdata.Row{"name": fmt.Sprintf("w%d-%d-%d", seed, n, j), "qty": r.Intn(5), "price": float64(r.Intn(8)) / 4})
+			}
+			if r.Intn(3) == 0 {
+				batch = append(batch, projectdata.Row{"name": "dup"}) // fails once "dup" exists
+			}
+			_, err = s.Insert(ctx, "acme", "f", batch)
+		case 2:
+			_, err = s.UpdateRecord(ctx, "acme", "f", int64(1+r.Intn(300)), projectdata.Row{"qty": r.Intn(5), "price": nil})
+		case 3:
+			_, err = s.UpdateRecord(ctx, "acme", "f", int64(1+r.Intn(300)), projectdata.Row{"id": int64(100000 + r.Intn(100000))})
+		case 4:
+			_, err = s.UpdateRecords(ctx, "acme", "f", projectdata.BulkUpdate{
+				Data:  projectdata.Row{"price": float64(r.Intn(8)) / 8},
+				Where: projectdata.Where{{Column: "qty", Op: "=", Value: r.Intn(5)}},
+			})
+		case 5:
+			_, err = s.DeleteRecords(ctx, "acme", "f", projectdata.BulkDelete{
+				Where: projectdata.Where{{Column: "qty", Op: "=", Value: r.Intn(5)}, {Column: "price", Op: "<", Value: 0.5}},
+			})
+		case 6:
+			_, err = s.DeleteRecord(ctx, "acme", "f", int64(1+r.Intn(300)))
+		case 7:
+			if r.Intn(10) == 0 {
+				_, err = s.AddColumn(ctx, "acme", "f", projectdata.ColumnDef{Name: fmt.Sprintf("c%d_%d", seed, n)})
+			}
+		case 8: // a bulk update of every row, cut short by its context now and then
+			cctx, cancel := context.WithTimeout(ctx, time.Duration(r.Intn(3000))*time.Microsecond)
+			_, err = s.UpdateRecords(cctx, "acme", "f", projectdata.BulkUpdate{Data: projectdata.Row{"price": float64(n)}, AllowAll: true})
+			cancel()
+			if cctx.Err() != nil {
+				err = nil // done or not, all or nothing (the replay checks)
+			}
+		}
+		switch projectdata.ErrorCode(err) {
+		case "", projectdata.ErrUniqueViolation, projectdata.ErrRecordNotFound:
+		default:
+			errs <- err
+			return
+		}
+	}
+}
+
+// TestChangeFeedReplaysTheTable follows the change log while concurrent
+// writers of every kind commit (some failing inside shared commits), then
+// checks that the followed changes, and the pages of the log read with
+// random limits, are the same changes, with ids 1..last without a gap, and
+// that replaying them gives the table's rows.
+func TestChangeFeedReplaysTheTable(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, &projectdata.Options{QueryMaxBytes: 8 << 10})
+	createTable(t, s, "f",
+		projectdata.ColumnDef{Name: "name", Unique: true},
+		projectdata.ColumnDef{Name: "qty", Type: "INTEGER"},
+		projectdata.ColumnDef{Name: "price", Type: "REAL"},
+	)
+	_, err := s.Insert(ctx, "acme", "f", []projectdata.Row{{"name": "dup"}})
+	is.NoErr(err)
+
+	followCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		followed []projectdata.Change
+		stopped  = make(chan error, 1)
+	)
+	go func() {
+		for c, err := range s.Changes(followCtx, "acme", 0) {
+			if err != nil {
+				stopped <- err
+				return
+			}
+			mu.Lock()
+			followed = append(followed, c)
+			mu.Unlock()
+		}
+		stopped <- nil
+	}()
+
+	writers := 3
+	d := 300 * time.Millisecond
+	if testing.Short() {
+		d = 100 * time.Millisecond
+	}
+	stop := make(chan struct{})
+	errs := make(chan error, writers)
+	for w := range writers {
+		go randomWrites(s, int64(w), stop, errs)
+	}
+	time.Sleep(d)
+	close(stop)
+	for range writers {
+		is.NoErr(<-errs)
+	}
+	last, err := s.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+	t.Logf("%d changes", last)
+
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		n := len(followed)
+		mu.Unlock()
+		if n > 0 && followed[n-1].ID >= last {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("followed %d changes, want up to id %d", n, last)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	is.NoErr(<-stopped)
+
+	// Pages of the log, with random limits, hold the same changes.
+	r := rand.New(rand.NewSource(7))
+	var paged []projectdata.Change
+	for after := int64(0); ; {
+		page, err := s.ListChanges(ctx, "acme", projectdata.ChangeQuery{After: after, Limit: 1 + r.Intn(300)})
+		is.NoErr(err)
+		paged = append(paged, page.Changes...)
+		b, err := json.Marshal(page.Changes)
+		is.NoErr(err)
+		if len(b) > 8<<10 && len(page.Changes) > 1 {
+			t.Fatalf("a page of %d changes takes %d bytes, over the result budget", len(page.Changes), len(b))
+		}
+		if len(page.Changes) == 0 {
+			is.Equal(page.NextAfter, last)
+			break
+		}
+		is.Equal(page.NextAfter, page.Changes[len(page.Changes)-1].ID)
+		after = page.NextAfter
+	}
+	is.Equal(len(followed), int(last))
+	is.Equal(len(paged), int(last))
+	for i := range followed {
+		is.Equal(followed[i].ID, int64(i+1)) // no gap, no duplicate, in order
+		a, err := json.Marshal(followed[i])
+		is.NoErr(err)
+		b, err := json.Marshal(paged[i])
+		is.NoErr(err)
+		is.Equal(string(a), string(b))
+	}
+
+	// Replaying the changes gives the table.
+	replay := map[any]projectdata.Row{}
+	for _, c := range followed {
+		if c.Table != "f" {
+			t.Fatalf("change %d of table %q", c.ID, c.Table)
+		}
+		switch c.Op {
+		case projectdata.ChangeInsert, projectdata.ChangeUpdate:
+			is.Equal(c.Key, c.Row["id"])
+			if c.Op == projectdata.ChangeInsert && replay[c.Key] != nil {
+				t.Fatalf("change %d inserts key %v, which exists", c.ID, c.Key)
+			}
+			if c.Op == projectdata.ChangeUpdate && replay[c.Key] == nil {
+				t.Fatalf("change %d updates key %v, which does not exist", c.ID, c.Key)
+			}
+			replay[c.Key] = c.Row
+		case projectdata.ChangeDelete:
+			if replay[c.Key] == nil {
+				t.Fatalf("change %d deletes key %v, which does not exist", c.ID, c.Key)
+			}
+			delete(replay, c.Key)
+		}
+	}
+	n := 0
+	for row, err := range s.Rows(ctx, "acme", "f", projectdata.ListOptions{Limit: 1000}) {
+		is.NoErr(err)
+		n++
+		want := replay[row["id"]]
+		if want == nil {
+			t.Fatalf("row %v is in no change", row)
+		}
+		for col, v := range row {
+			if want[col] != v {
+				t.Fatalf("row %v: column %s is %v in the replayed row %v", row["id"], col, want[col], want)
+			}
+		}
+	}
+	is.Equal(n, len(replay))
+}
