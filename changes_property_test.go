@@ -136,8 +136,9 @@ func TestChangeFeedReplaysTheTable(t *testing.T) {
 	for {
 		mu.Lock()
 		n := len(followed)
+		done := n > 0 && followed[n-1].ID >= last
 		mu.Unlock()
-		if n > 0 && followed[n-1].ID >= last {
+		if done {
 			break
 		}
 		if time.Now().After(deadline) {
