@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,8 +58,8 @@ func randomWrites(s *projectdata.Store, seed int64, stop <-chan struct{}, errs c
 		case 6:
 			_, err = s.DeleteRecord(ctx, "acme", "f", int64(1+r.Intn(300)))
 		case 7:
-			if r.Intn(10) == 0 {
-				_, err = s.AddColumn(ctx, "acme", "f", projectdata.ColumnDef{Name: fmt.Sprintf("c%d_%d", seed, n)})
+			if r.Intn(5) == 0 {
+				_, err = s.AddColumn(ctx, "acme", "f", projectdata.ColumnDef{Name: fmt.Sprintf("c%d_%d", seed, n), Default: fmt.Sprint("d", n)})
 			}
 		case 8: // a bulk update of every row, cut short by its context now and then
 			cctx, cancel := context.WithTimeout(ctx, time.Duration(r.Intn(3000))*time.Microsecond)
@@ -179,14 +180,21 @@ func TestChangeFeedReplaysTheTable(t *testing.T) {
 		is.Equal(string(a), string(b))
 	}
 
-	// Replaying the changes gives the table.
+	// Replaying the changes gives the table. Each schema change adds a
+	// column: every image after it has that column more.
 	replay := map[any]projectdata.Row{}
+	columns := 3 // and the key; the table's schema change is change 1
 	for _, c := range followed {
 		if c.Table != "f" {
 			t.Fatalf("change %d of table %q", c.ID, c.Table)
 		}
 		switch c.Op {
+		case projectdata.ChangeSchema:
+			columns++
 		case projectdata.ChangeInsert, projectdata.ChangeUpdate:
+			if len(c.Row) != columns {
+				t.Fatalf("change %d (%s) has an image of %d columns; the table has %d: %v", c.ID, c.Op, len(c.Row), columns, c.Row)
+			}
 			is.Equal(c.Key, c.Row["id"])
 			if c.Op == projectdata.ChangeInsert && replay[c.Key] != nil {
 				t.Fatalf("change %d inserts key %v, which exists", c.ID, c.Key)
@@ -211,6 +219,11 @@ func TestChangeFeedReplaysTheTable(t *testing.T) {
 			t.Fatalf("row %v is in no change", row)
 		}
 		for col, v := range row {
+			if _, ok := want[col]; !ok {
+				// Added after the row's last change: the column's default.
+				_, n, _ := strings.Cut(col, "_")
+				want[col] = "d" + n
+			}
 			if want[col] != v {
 				t.Fatalf("row %v: column %s is %v in the replayed row %v", row["id"], col, want[col], want)
 			}
