@@ -231,3 +231,138 @@ func TestChangeFeedReplaysTheTable(t *testing.T) {
 	}
 	is.Equal(n, len(replay))
 }
+
+// TestChangeFeedOfSomeTables follows and pages the log of one table, named
+// in another case, while writers change two tables: the changes are those
+// of the whole log of that table, each once, in order.
+func TestChangeFeedOfSomeTables(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, &projectdata.Options{QueryMaxBytes: 4 << 10})
+	for _, name := range []string{"f", "g"} {
+		createTable(t, s, name,
+			projectdata.ColumnDef{Name: "name", Unique: true},
+			projectdata.ColumnDef{Name: "qty", Type: "INTEGER"},
+			projectdata.ColumnDef{Name: "price", Type: "REAL"},
+		)
+	}
+	follow := func(after int64, out *[]projectdata.Change, mu *sync.Mutex, fctx context.Context, stopped chan<- error) {
+		for c, err := range s.FollowChanges(fctx, "acme", projectdata.ChangeQuery{After: after, Tables: []string{"F"}}) {
+			if err != nil {
+				stopped <- err
+				return
+			}
+			mu.Lock()
+			*out = append(*out, c)
+			mu.Unlock()
+		}
+		stopped <- nil
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu                  sync.Mutex
+		fromStart, fromLate []projectdata.Change
+		stopped             = make(chan error, 2)
+	)
+	go follow(0, &fromStart, &mu, fctx, stopped)
+
+	stop := make(chan struct{})
+	errs := make(chan error, 2)
+	go randomWrites(s, 1, stop, errs)
+	go func() { // table g: inserts and deletes
+		r := rand.New(rand.NewSource(9))
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				errs <- nil
+				return
+			default:
+			}
+			var err error
+			if n%3 == 2 {
+				_, err = s.DeleteRecords(ctx, "acme", "g", projectdata.BulkDelete{Where: projectdata.Where{{Column: "qty", Op: "=", Value: r.Intn(4)}}})
+			} else {
+				_, err = s.Insert(ctx, "acme", "g", []projectdata.Row{{"name": fmt.Sprint("g", n), "qty": r.Intn(4)}})
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	late, err := s.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+	go follow(late, &fromLate, &mu, fctx, stopped)
+	time.Sleep(100 * time.Millisecond)
+	close(stop)
+	for range 2 {
+		is.NoErr(<-errs)
+	}
+	// A last change of f, which both followers wait for.
+	_, err = s.Insert(ctx, "acme", "f", []projectdata.Row{{"name": "last"}})
+	is.NoErr(err)
+	last, err := s.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+
+	var want []projectdata.Change
+	for after := int64(0); ; {
+		page, err := s.ListChanges(ctx, "acme", projectdata.ChangeQuery{After: after, Limit: 1000})
+		is.NoErr(err)
+		if len(page.Changes) == 0 {
+			break
+		}
+		for _, c := range page.Changes {
+			if c.Table == "f" {
+				want = append(want, c)
+			}
+		}
+		after = page.NextAfter
+	}
+	r := rand.New(rand.NewSource(5))
+	var paged []projectdata.Change
+	for after := int64(0); ; {
+		page, err := s.ListChanges(ctx, "acme", projectdata.ChangeQuery{After: after, Limit: 1 + r.Intn(200), Tables: []string{"F"}})
+		is.NoErr(err)
+		paged = append(paged, page.Changes...)
+		if len(page.Changes) == 0 {
+			is.Equal(page.NextAfter, last)
+			break
+		}
+		after = page.NextAfter
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		done := len(fromStart) > 0 && fromStart[len(fromStart)-1].ID == last && len(fromLate) > 0 && fromLate[len(fromLate)-1].ID == last
+		mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the followers did not reach change %d", last)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	for range 2 {
+		is.NoErr(<-stopped)
+	}
+	ids := func(cs []projectdata.Change) []int64 {
+		var out []int64
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	is.True(len(want) > 10)
+	is.Equal(ids(paged), ids(want))
+	is.Equal(ids(fromStart), ids(want))
+	var wantLate []int64
+	for _, id := range ids(want) {
+		if id > late {
+			wantLate = append(wantLate, id)
+		}
+	}
+	is.Equal(ids(fromLate), wantLate)
+}
