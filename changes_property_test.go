@@ -3,6 +3,7 @@ package projectdata_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -32,7 +33,7 @@ func randomWrites(s *projectdata.Store, seed int64, stop <-chan struct{}, errs c
 		default:
 		}
 		var err error
-		switch r.Intn(9) {
+		switch r.Intn(10) {
 		case 0, 1:
 			var batch []projectdata.Row
 			for j := range 1 + r.Intn(30) {
@@ -68,9 +69,17 @@ func randomWrites(s *projectdata.Store, seed int64, stop <-chan struct{}, errs c
 			if cctx.Err() != nil {
 				err = nil // done or not, all or nothing (the replay checks)
 			}
+		case 9: // schema changes that rebuild the table, then fail on its rows
+			col, upd := "qty", projectdata.ColumnUpdate{Nullable: projectdata.SetTo(false)} // qty holds NULLs
+			if r.Intn(2) == 0 {
+				col, upd = "tag", projectdata.ColumnUpdate{Unique: projectdata.SetTo(true)} // tag holds duplicates
+			}
+			if _, err = s.UpdateColumn(ctx, "acme", "f", col, upd); err == nil {
+				err = errors.New("a schema change that should have failed succeeded")
+			}
 		}
 		switch projectdata.ErrorCode(err) {
-		case "", projectdata.ErrUniqueViolation, projectdata.ErrRecordNotFound:
+		case "", projectdata.ErrUniqueViolation, projectdata.ErrRecordNotFound, projectdata.ErrInvalidColumnChange, projectdata.ErrNotNullViolation:
 		default:
 			errs <- err
 			return
@@ -90,8 +99,10 @@ func TestChangeFeedReplaysTheTable(t *testing.T) {
 		projectdata.ColumnDef{Name: "name", Unique: true},
 		projectdata.ColumnDef{Name: "qty", Type: "INTEGER"},
 		projectdata.ColumnDef{Name: "price", Type: "REAL"},
+		projectdata.ColumnDef{Name: "tag", Type: "INTEGER", Default: 0},
 	)
-	_, err := s.Insert(ctx, "acme", "f", []projectdata.Row{{"name": "dup"}})
+	// Two rows no write changes but bulk updates of price: qty NULL, tag 0.
+	_, err := s.Insert(ctx, "acme", "f", []projectdata.Row{{"id": 1000000, "name": "dup"}, {"id": 1000001, "name": "dup2"}})
 	is.NoErr(err)
 
 	followCtx, cancel := context.WithCancel(ctx)
@@ -183,7 +194,7 @@ func TestChangeFeedReplaysTheTable(t *testing.T) {
 	// Replaying the changes gives the table. Each schema change adds a
 	// column: every image after it has that column more.
 	replay := map[any]projectdata.Row{}
-	columns := 3 // and the key; the table's schema change is change 1
+	columns := 4 // and the key; the table's schema change is change 1
 	for _, c := range followed {
 		if c.Table != "f" {
 			t.Fatalf("change %d of table %q", c.ID, c.Table)
