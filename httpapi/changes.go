@@ -73,8 +73,9 @@ func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httpr
 			return err
 		}
 	}
-	// Refuse an expired resume point with the envelope, before the stream.
-	if _, err := h.store.ListChanges(ctx, slug, pd.ChangeQuery{After: cq.After, Limit: 1}); err != nil {
+	// Refuse an expired resume point or bad tables with the envelope,
+	// before the stream.
+	if _, err := h.store.ListChanges(ctx, slug, pd.ChangeQuery{After: cq.After, Tables: cq.Tables, Limit: 1}); err != nil {
 		return err
 	}
 	select {

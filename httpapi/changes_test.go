@@ -185,6 +185,22 @@ func TestChangesExpired(t *testing.T) {
 	a.must(a.do("GET", "/projects/acme/changes?after=3", a.read, ""), 200, "")
 }
 
+// TestChangeStreamRefusesABadQueryBeforeStreaming: a stream whose tables
+// the Store refuses answers 400 with the envelope, as the change list does,
+// not 200 and an error event (which an EventSource reconnects to forever).
+func TestChangeStreamRefusesABadQueryBeforeStreaming(t *testing.T) {
+	a := newAPI(t, nil)
+	for _, c := range []struct{ query, code string }{
+		{"tables=bad-name", "invalid_table_name"},
+		{"tables=" + strings.Repeat("a,", 100) + "a", "invalid_request"},
+		{"tables=items,", "invalid_table_name"},
+	} {
+		a.must(a.do("GET", "/projects/acme/changes?"+c.query, a.read, ""), 400, c.code)
+		a.must(a.do("GET", "/projects/acme/changes/stream?after=0&"+c.query, a.read, ""), 400, c.code)
+		a.must(a.do("GET", "/projects/acme/changes/stream?"+c.query, a.read, "", "Last-Event-ID", "0"), 400, c.code)
+	}
+}
+
 func TestChangeStream(t *testing.T) {
 	t.Run("ResumedWithLastEventIDSeesEveryChangeOnce", func(t *testing.T) {
 		is := is.New(t)
