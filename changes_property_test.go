@@ -87,6 +87,21 @@ func randomWrites(s *projectdata.Store, seed int64, stop <-chan struct{}, errs c
 	}
 }
 
+// feedTable creates a table of randomWrites in project acme, with two rows
+// that no write changes but bulk updates of price: qty NULL, tag 0.
+func feedTable(t *testing.T, s *projectdata.Store, name string) {
+	t.Helper()
+	createTable(t, s, name,
+		projectdata.ColumnDef{Name: "name", Unique: true},
+		projectdata.ColumnDef{Name: "qty", Type: "INTEGER"},
+		projectdata.ColumnDef{Name: "price", Type: "REAL"},
+		projectdata.ColumnDef{Name: "tag", Type: "INTEGER", Default: 0},
+	)
+	if _, err := s.Insert(ctx, "acme", name, []projectdata.Row{{"id": 1000000, "name": "dup"}, {"id": 1000001, "name": "dup2"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestChangeFeedReplaysTheTable follows the change log while concurrent
 // writers of every kind commit (some failing inside shared commits), then
 // checks that the followed changes, and the pages of the log read with
@@ -95,15 +110,7 @@ func randomWrites(s *projectdata.Store, seed int64, stop <-chan struct{}, errs c
 func TestChangeFeedReplaysTheTable(t *testing.T) {
 	is := is.New(t)
 	s, _ := pdtest.NewProject(t, &projectdata.Options{QueryMaxBytes: 8 << 10})
-	createTable(t, s, "f",
-		projectdata.ColumnDef{Name: "name", Unique: true},
-		projectdata.ColumnDef{Name: "qty", Type: "INTEGER"},
-		projectdata.ColumnDef{Name: "price", Type: "REAL"},
-		projectdata.ColumnDef{Name: "tag", Type: "INTEGER", Default: 0},
-	)
-	// Two rows no write changes but bulk updates of price: qty NULL, tag 0.
-	_, err := s.Insert(ctx, "acme", "f", []projectdata.Row{{"id": 1000000, "name": "dup"}, {"id": 1000001, "name": "dup2"}})
-	is.NoErr(err)
+	feedTable(t, s, "f")
 
 	followCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -250,11 +257,7 @@ func TestChangeFeedOfSomeTables(t *testing.T) {
 	is := is.New(t)
 	s, _ := pdtest.NewProject(t, &projectdata.Options{QueryMaxBytes: 4 << 10})
 	for _, name := range []string{"f", "g"} {
-		createTable(t, s, name,
-			projectdata.ColumnDef{Name: "name", Unique: true},
-			projectdata.ColumnDef{Name: "qty", Type: "INTEGER"},
-			projectdata.ColumnDef{Name: "price", Type: "REAL"},
-		)
+		feedTable(t, s, name)
 	}
 	follow := func(after int64, out *[]projectdata.Change, mu *sync.Mutex, fctx context.Context, stopped chan<- error) {
 		for c, err := range s.FollowChanges(fctx, "acme", projectdata.ChangeQuery{After: after, Tables: []string{"F"}}) {
