@@ -364,17 +364,18 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 		}
 		return c.db.Changes(), nil
 	}
-	returning := ` RETURNING rowid, ` + t.pk.quoted
+	rowid := t.rowidName()
+	returning := ` RETURNING ` + rowid + `, ` + t.pk.quoted
 	if op == ChangeUpdate {
 		var b strings.Builder
-		b.WriteString(` RETURNING rowid`)
+		b.WriteString(` RETURNING ` + rowid)
 		for _, col := range t.columns {
 			b.WriteString(`, `)
 			b.WriteString(col.quoted)
 		}
 		returning = b.String()
 	}
-	var sql string
+	var sql, firstSQL string
 	var oldKeys []any // the keys of the rows a key-setting update selects: one, or it fails
 	if setsKey {
 		sql = head + cond + returning
@@ -390,13 +391,19 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 			return 0, err
 		}
 	} else {
+		// The first chunk starts at the first row, each next one after
+		// the last row of the chunk before: no bound comes before every
+		// rowid (an INTEGER PRIMARY KEY can be 0, negative, the smallest
+		// int64).
+		in := ` WHERE ` + rowid + ` IN (SELECT ` + rowid + ` FROM ` + t.quoted + cond
+		limit := ` ORDER BY ` + rowid + ` LIMIT ` + strconv.Itoa(changeChunk) + `)` + returning
 		and := ` WHERE `
 		if cond != "" {
 			and = ` AND `
 		}
-		sql = head + ` WHERE rowid IN (SELECT rowid FROM ` + t.quoted + cond + and +
-			`rowid > ? ORDER BY rowid LIMIT ` + strconv.Itoa(changeChunk) + `)` + returning
-		args = append(args, int64(0))
+		firstSQL = head + in + limit
+		sql = head + in + and + rowid + ` > ?` + limit
+		args = append(args, nil) // the rowid the chunk starts after
 	}
 	var (
 		total   int64
@@ -405,14 +412,18 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 		vals    = make([]any, len(t.columns)+1)
 		lastRow = len(args) - 1
 	)
-	for {
+	for first := true; ; first = false {
 		var w *imageWriter
 		if op == ChangeUpdate {
 			w = newImageWriter(t, buf)
 		}
 		keys = keys[:0]
 		n := 0
-		err := c.query(sql, args, func(st *sqlite3.Stmt) error {
+		chunk, chunkArgs := sql, args
+		if first && !setsKey {
+			chunk, chunkArgs = firstSQL, args[:lastRow]
+		}
+		err := c.query(chunk, chunkArgs, func(st *sqlite3.Stmt) error {
 			n++
 			row := vals
 			if op == ChangeDelete {
@@ -461,6 +472,20 @@ func (c *conn) bulkExec(t *tableInfo, op, head, cond string, args []any, set int
 			return total, nil
 		}
 	}
+}
+
+// rowidName returns a name by which SQL reaches the rowid of t: rowid,
+// oid or _rowid_, the first that no column of t takes (a column hides the
+// rowid by its name). With all three taken, the primary key, which orders
+// and picks out the rows as well (it is unique and never NULL; an INTEGER
+// PRIMARY KEY is the rowid).
+func (t *tableInfo) rowidName() string {
+	for _, name := range []string{"rowid", "oid", "_rowid_"} {
+		if _, taken := t.byName[name]; !taken {
+			return name
+		}
+	}
+	return t.pk.quoted
 }
 
 // logSchemaChanges logs one schema change for each table that the unit of
