@@ -68,7 +68,7 @@ func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httpr
 			return errorf(pd.ErrInvalidRequest, "Last-Event-ID must be a change id")
 		}
 		cq.After = n
-	case !r.URL.Query().Has("after"):
+	case r.URL.Query().Get("after") == "": // no after (after= is none, as limit= is): from now
 		if cq.After, err = h.store.LastChangeID(ctx, slug); err != nil {
 			return err
 		}

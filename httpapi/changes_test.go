@@ -258,14 +258,19 @@ func TestChangeStream(t *testing.T) {
 		a.must(a.do("POST", "/projects/acme/records/items", a.write, `{"name":"before"}`), 201, "")
 		st := openStream(t, srv, "/projects/acme/changes/stream?tables=items", a.read)
 		is.Equal(st.res.StatusCode, 200)
+		// An empty after is no after (as an empty limit is no limit).
+		empty := openStream(t, srv, "/projects/acme/changes/stream?after=&tables=items", a.read)
+		is.Equal(empty.res.StatusCode, 200)
 		_, _, err := a.store.CreateTable(ctx, "acme", projectdata.TableDef{Name: "other"})
 		is.NoErr(err)
 		a.must(a.do("POST", "/projects/acme/records/items", a.write, `{"name":"after"}`), 201, "")
-		ev, err := st.next()
-		is.NoErr(err)
-		c := ev.change(t)
-		is.Equal(c.Row["name"], "after") // not the earlier insert, not table other
-		is.Equal(c.ID, int64(4))
+		for _, st := range []*sseStream{st, empty} {
+			ev, err := st.next()
+			is.NoErr(err)
+			c := ev.change(t)
+			is.Equal(c.Row["name"], "after") // not the earlier insert, not table other
+			is.Equal(c.ID, int64(4))
+		}
 	})
 	t.Run("Pings", func(t *testing.T) {
 		is := is.New(t)
