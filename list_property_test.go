@@ -109,10 +109,11 @@ func TestListWalksEveryOrderShape(t *testing.T) {
 			}
 			types := map[string]string{"n": "NUMERIC", "f": "REAL", "i": "INTEGER", "b": "BOOLEAN", "s": "TEXT"}
 			pk := "id"
-			if seed%2 == 1 { // a TEXT primary key
+			keyType := []string{"", "TEXT", "REAL", "INTEGER"}[seed%4] // "": the default id
+			if keyType != "" {
 				pk = "k"
-				cols = append(cols, projectdata.ColumnDef{Name: "k", Primary: true})
-				types["k"] = "TEXT"
+				cols = append(cols, projectdata.ColumnDef{Name: "k", Type: projectdata.ColumnType(keyType), Primary: true})
+				types["k"] = keyType
 			}
 			createTable(t, s, "p", cols...)
 			var all []projectdata.Row
@@ -124,7 +125,14 @@ func TestListWalksEveryOrderShape(t *testing.T) {
 					}
 				}
 				if pk == "k" {
-					row["k"] = fmt.Sprintf("%c%03d", 'a'+j%7, j)
+					switch keyType { // keys in another order than the rows', zero and negative ones too
+					case "TEXT":
+						row["k"] = fmt.Sprintf("%c%03d", 'a'+j%7, j)
+					case "REAL":
+						row["k"] = float64(j%7*100-j) / 4
+					case "INTEGER":
+						row["k"] = int64(j%7*100 - j)
+					}
 				}
 				all = append(all, row)
 			}
