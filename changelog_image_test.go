@@ -1,6 +1,9 @@
 package projectdata_test
 
 import (
+	"encoding/json"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -94,4 +97,35 @@ func TestImagesKeepOddValues(t *testing.T) {
 		seen++
 	}
 	is.Equal(seen, len(odd)+1)
+}
+
+// TestImagesOfNegativeZero: SQLite stores a REAL zero as 0.0 whatever its
+// sign, so an insert image of -0 (given, or a column's default) is 0.0 too,
+// as the row reads; a follower would keep -0.0 otherwise.
+func TestImagesOfNegativeZero(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, nil)
+	_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "z", Columns: []projectdata.ColumnDef{
+		{Name: "r", Type: "REAL"}, {Name: "n", Type: "NUMERIC"}, {Name: "d", Type: "REAL", Default: json.Number("-0.0")},
+	}})
+	is.NoErr(err)
+	_, err = s.InsertJSON(ctx, "acme", "z", strings.NewReader(`[{"r":-0.0,"n":-0.0},{"r":-0,"n":-0e5},{"r":"-0.0","n":"-0.0"},{"r":-0.000000000000000000000e-3}]`))
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "z", []projectdata.Row{{"r": math.Copysign(0, -1), "n": math.Copysign(0, -1), "d": json.Number("-0")}})
+	is.NoErr(err)
+	images := 0
+	for _, c := range changesAfter(t, s, 0) {
+		if c.Op != projectdata.ChangeInsert {
+			continue
+		}
+		images++
+		row, err := s.GetRecord(ctx, "acme", "z", c.Key)
+		is.NoErr(err)
+		image, err := json.Marshal(c.Row)
+		is.NoErr(err)
+		stored, err := json.Marshal(row)
+		is.NoErr(err)
+		is.Equal(string(image), string(stored)) // the image is the row as stored
+	}
+	is.Equal(images, 5)
 }

@@ -424,7 +424,7 @@ func (t ColumnType) convertCell(ib *insertBody, c *bodyCell) (sqlValue, error) {
 		case TypeReal:
 			if fewDigits(string(num)) {
 				if f, err := strconv.ParseFloat(string(num), 64); err == nil {
-					return realValue(f), nil
+					return realValue(storedReal(f)), nil
 				}
 			}
 		}

@@ -332,6 +332,28 @@ func TestListCursorMisuse(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(l.Rows[0]["n"], int64(2))
 	})
+	t.Run("OtherProject", func(t *testing.T) {
+		is := is.New(t)
+		// The same table, id, order and where in another project: only the
+		// project's key tells the cursors apart.
+		s2, _ := pdtest.NewProject(t, nil)
+		createTable(t, s2, "t", projectdata.ColumnDef{Name: "n", Type: "INTEGER"})
+		_, _, err := s.CreateProject(ctx, "beta", "")
+		is.NoErr(err)
+		_, _, err = s.CreateTable(ctx, "beta", projectdata.TableDef{Name: "t", Columns: []projectdata.ColumnDef{{Name: "n", Type: "INTEGER"}}})
+		is.NoErr(err)
+		for _, p := range []struct {
+			s    *projectdata.Store
+			slug string
+		}{{s2, "acme"}, {s, "beta"}} {
+			_, err = p.s.Insert(ctx, p.slug, "t", rows(t, `[{"n":1},{"n":2}]`))
+			is.NoErr(err)
+		}
+		l, err := s2.ListRecords(ctx, "acme", "t", projectdata.ListOptions{Limit: 1})
+		is.NoErr(err)
+		_, err = s.ListRecords(ctx, "beta", "t", projectdata.ListOptions{Limit: 1, After: l.NextCursor})
+		pdtest.Code(t, err, projectdata.ErrInvalidCursor)
+	})
 	t.Run("TableDroppedAndMadeAgain", func(t *testing.T) {
 		is := is.New(t)
 		l, err := s.ListRecords(ctx, "acme", "other", projectdata.ListOptions{Limit: 1})

@@ -98,12 +98,23 @@ func exactFloat(num string) (float64, bool) {
 	if err != nil || math.IsInf(f, 0) {
 		return 0, false
 	}
+	f = storedReal(f)
 	if fewDigits(num) {
 		// A decimal of at most 15 significant digits (DBL_DIG) between
 		// 1e-16 and 1e15 comes back from its nearest float64 unchanged.
 		return f, true
 	}
 	return f, roundTrips(num, f)
+}
+
+// storedReal returns f as SQLite stores it in a REAL column: -0 as 0 (a
+// REAL that is an integer is kept as one), so that what the change log
+// says of an insert is the row as read.
+func storedReal(f float64) float64 {
+	if f == 0 {
+		return 0
+	}
+	return f
 }
 
 // roundTrips reports whether f, read from num, writes back as num's value.

@@ -68,13 +68,14 @@ func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httpr
 			return errorf(pd.ErrInvalidRequest, "Last-Event-ID must be a change id")
 		}
 		cq.After = n
-	case !r.URL.Query().Has("after"):
+	case r.URL.Query().Get("after") == "": // no after (after= is none, as limit= is): from now
 		if cq.After, err = h.store.LastChangeID(ctx, slug); err != nil {
 			return err
 		}
 	}
-	// Refuse an expired resume point with the envelope, before the stream.
-	if _, err := h.store.ListChanges(ctx, slug, pd.ChangeQuery{After: cq.After, Limit: 1}); err != nil {
+	// Refuse an expired resume point or bad tables with the envelope,
+	// before the stream.
+	if _, err := h.store.ListChanges(ctx, slug, pd.ChangeQuery{After: cq.After, Tables: cq.Tables, Limit: 1}); err != nil {
 		return err
 	}
 	select {

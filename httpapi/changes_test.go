@@ -185,6 +185,22 @@ func TestChangesExpired(t *testing.T) {
 	a.must(a.do("GET", "/projects/acme/changes?after=3", a.read, ""), 200, "")
 }
 
+// TestChangeStreamRefusesABadQueryBeforeStreaming: a stream whose tables
+// the Store refuses answers 400 with the envelope, as the change list does,
+// not 200 and an error event (which an EventSource reconnects to forever).
+func TestChangeStreamRefusesABadQueryBeforeStreaming(t *testing.T) {
+	a := newAPI(t, nil)
+	for _, c := range []struct{ query, code string }{
+		{"tables=bad-name", "invalid_table_name"},
+		{"tables=" + strings.Repeat("a,", 100) + "a", "invalid_request"},
+		{"tables=items,", "invalid_table_name"},
+	} {
+		a.must(a.do("GET", "/projects/acme/changes?"+c.query, a.read, ""), 400, c.code)
+		a.must(a.do("GET", "/projects/acme/changes/stream?after=0&"+c.query, a.read, ""), 400, c.code)
+		a.must(a.do("GET", "/projects/acme/changes/stream?"+c.query, a.read, "", "Last-Event-ID", "0"), 400, c.code)
+	}
+}
+
 func TestChangeStream(t *testing.T) {
 	t.Run("ResumedWithLastEventIDSeesEveryChangeOnce", func(t *testing.T) {
 		is := is.New(t)
@@ -242,14 +258,19 @@ func TestChangeStream(t *testing.T) {
 		a.must(a.do("POST", "/projects/acme/records/items", a.write, `{"name":"before"}`), 201, "")
 		st := openStream(t, srv, "/projects/acme/changes/stream?tables=items", a.read)
 		is.Equal(st.res.StatusCode, 200)
+		// An empty after is no after (as an empty limit is no limit).
+		empty := openStream(t, srv, "/projects/acme/changes/stream?after=&tables=items", a.read)
+		is.Equal(empty.res.StatusCode, 200)
 		_, _, err := a.store.CreateTable(ctx, "acme", projectdata.TableDef{Name: "other"})
 		is.NoErr(err)
 		a.must(a.do("POST", "/projects/acme/records/items", a.write, `{"name":"after"}`), 201, "")
-		ev, err := st.next()
-		is.NoErr(err)
-		c := ev.change(t)
-		is.Equal(c.Row["name"], "after") // not the earlier insert, not table other
-		is.Equal(c.ID, int64(4))
+		for _, st := range []*sseStream{st, empty} {
+			ev, err := st.next()
+			is.NoErr(err)
+			c := ev.change(t)
+			is.Equal(c.Row["name"], "after") // not the earlier insert, not table other
+			is.Equal(c.ID, int64(4))
+		}
 	})
 	t.Run("Pings", func(t *testing.T) {
 		is := is.New(t)
@@ -364,4 +385,114 @@ func TestSlowStreamDroppedAndResumed(t *testing.T) {
 		st.close()
 	}
 	t.Fatalf("received changes up to %d of %d", next-1, total+1)
+}
+
+// TestChangeStreamResumedWhileTablesChange reads the stream of one table
+// (named in another case) in short connections, each resumed with the id of
+// the last event received, while writers insert (some inserts failing
+// inside commits they share), delete in bulk and add columns to two
+// tables: the events are that table's changes of the log, each once, in
+// order.
+func TestChangeStreamResumedWhileTablesChange(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	srv := streamServer(t, a.h)
+	for _, name := range []string{"f", "g"} {
+		_, _, err := a.store.CreateTable(ctx, "acme", projectdata.TableDef{Name: name, Columns: []projectdata.ColumnDef{
+			{Name: "name", Unique: true}, {Name: "qty", Type: "INTEGER"},
+		}})
+		is.NoErr(err)
+	}
+	stop := make(chan struct{})
+	errs := make(chan error, 3)
+	for w := range 3 {
+		go func() {
+			table := []string{"f", "g", "f"}[w]
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				var err error
+				switch n % 7 {
+				case 5:
+					_, err = a.store.DeleteRecords(ctx, "acme", table, projectdata.BulkDelete{Where: projectdata.Where{{Column: "qty", Op: "=", Value: n % 3}}})
+				case 6:
+					if n%70 == 6 {
+						_, err = a.store.AddColumn(ctx, "acme", table, projectdata.ColumnDef{Name: fmt.Sprintf("c%d_%d", w, n)})
+					}
+				default:
+					rows := []projectdata.Row{{"name": fmt.Sprint(w, "-", n), "qty": n % 3}}
+					if n%4 == 0 {
+						rows = append(rows, projectdata.Row{"name": "dup"}) // fails once "dup" exists
+					}
+					_, err = a.store.Insert(ctx, "acme", table, rows)
+					if projectdata.ErrorCode(err) == projectdata.ErrUniqueViolation {
+						err = nil
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	stopped := false
+	var got []int64
+	last := "0"
+	for conn := 0; ; conn++ {
+		if conn == 20 {
+			close(stop)
+			for range 3 {
+				is.NoErr(<-errs)
+			}
+			// A last change of f, which the stream waits for.
+			_, err := a.store.Insert(ctx, "acme", "f", []projectdata.Row{{"name": "last"}})
+			is.NoErr(err)
+			stopped = true
+		}
+		final, err := a.store.LastChangeID(ctx, "acme")
+		is.NoErr(err)
+		st := openStream(t, srv, "/projects/acme/changes/stream?tables=F", a.read, "Last-Event-ID", last)
+		is.Equal(st.res.StatusCode, 200)
+		for k := 0; k < 1+conn*7%50; {
+			ev, err := st.next()
+			is.NoErr(err)
+			if ev.Comment != "" {
+				continue
+			}
+			c := ev.change(t)
+			is.Equal(c.Table, "f")
+			got = append(got, c.ID)
+			last = ev.ID
+			k++
+			if stopped && c.ID == final {
+				break
+			}
+		}
+		st.close()
+		if stopped && last == strconv.FormatInt(final, 10) {
+			break
+		}
+		is.True(conn < 10000)
+	}
+	var want []int64
+	for after := int64(0); ; {
+		page, err := a.store.ListChanges(ctx, "acme", projectdata.ChangeQuery{After: after, Limit: 1000})
+		is.NoErr(err)
+		if len(page.Changes) == 0 {
+			break
+		}
+		for _, c := range page.Changes {
+			if c.Table == "f" {
+				want = append(want, c.ID)
+			}
+		}
+		after = page.NextAfter
+	}
+	t.Logf("%d changes of f", len(want))
+	is.Equal(got, want)
 }
