@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -46,6 +47,7 @@ func TestChangeJSONSize(t *testing.T) {
 		{ID: 1, Table: "items", Op: ChangeSchema, At: at},
 		{ID: 22, Table: "items", Op: ChangeDelete, Key: "a \"quoted\" <key>\n", At: at},
 		{ID: 333, Table: "t_2", Op: ChangeInsert, Key: int64(-7), Row: Row{}, At: at},
+		{ID: 4444, Table: "t_2", Op: ChangeDelete, Key: 2.0, At: at}, // a REAL key: 2.0, as in its row
 		{ID: math.MaxInt64, Table: "items", Op: ChangeUpdate, Key: 1.5, At: at.AddDate(-2000, 0, 0), Row: Row{
 			"id": 1.5, "name": "café ☕ & <b>\u2028\x01", "qty": int64(math.MinInt64), "price": 1e-7, "big": 1e21,
 			"none": nil, "ok": int64(1), "when": "2026-01-02T03:04:05.000Z", "": "empty key",
@@ -59,4 +61,22 @@ func TestChangeJSONSize(t *testing.T) {
 			t.Errorf("jsonSize = %d, want %d: %s", got, len(enc), enc)
 		}
 	}
+}
+
+// TestChangeKeyIsWrittenAsTheRowsKey: a REAL key is written with a fraction
+// (2.0), as the row writes it, so that both decode as the same value.
+func TestChangeKeyIsWrittenAsTheRowsKey(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := itemsStore(t, nil)
+	_, _, err := s.CreateTable(ctx, "acme", TableDef{Name: "t", Columns: []ColumnDef{{Name: "k", Type: TypeReal, Primary: true}}})
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "t", []Row{{"k": 2}})
+	is.NoErr(err)
+	page, err := s.ListChanges(ctx, "acme", ChangeQuery{Tables: []string{"t"}})
+	is.NoErr(err)
+	last := page.Changes[len(page.Changes)-1]
+	enc, err := json.Marshal(last)
+	is.NoErr(err)
+	is.True(strings.Contains(string(enc), `"key":2.0,"row":{"k":2.0}`)) // the key as the row's
 }

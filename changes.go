@@ -49,7 +49,7 @@ func (c Change) MarshalJSON() ([]byte, error) {
 // without encoding it, as encodedSize counts a row: what holds a page of
 // the log to the result budget.
 func (c Change) jsonSize() int {
-	n := 1 + encodedSize("id", c.ID) + encodedSize("table", c.Table) + encodedSize("op", c.Op) + encodedSize("key", c.Key)
+	n := 1 + encodedSize("id", c.ID) + encodedSize("table", c.Table) + encodedSize("op", c.Op) + rowValueSize("key", c.Key)
 	n += jsonStringSize("row") + 2 // its colon and comma
 	switch {
 	case c.Row == nil:
@@ -71,10 +71,24 @@ func (c Change) encode() ([]byte, error) {
 		ID    int64     `json:"id"`
 		Table string    `json:"table"`
 		Op    string    `json:"op"`
-		Key   any       `json:"key"`
+		Key   changeKey `json:"key"`
 		Row   Row       `json:"row"`
 		At    Timestamp `json:"at"`
-	}{c.ID, c.Table, c.Op, c.Key, c.Row, Timestamp{c.At}})
+	}{c.ID, c.Table, c.Op, changeKey{c.Key}, c.Row, Timestamp{c.At}})
+}
+
+// changeKey is a change's key in its JSON form: as the row's value, a REAL
+// key with a fraction or an exponent (2.0, never 2), so that it decodes as
+// the row's key does.
+type changeKey struct{ v any }
+
+func (k changeKey) MarshalJSON() ([]byte, error) {
+	if f, ok := k.v.(float64); ok {
+		if b, fits := appendRealJSON(nil, f); fits {
+			return b, nil
+		}
+	}
+	return json.Marshal(k.v)
 }
 
 // ChangeQuery selects changes of the log.
