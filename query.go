@@ -502,7 +502,20 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		q.enc.rows = 0
 	}
 	size := 0
+	// A kept statement's columns are checked after its first step, where
+	// SQLite prepares it again if the schema changed.
+	check := cached
+	follow := func() {
+		if check && kept.followReprepare() {
+			res.Columns, keys = kept.columns, &kept.keys
+			if q.enc == nil {
+				res.Columns = slices.Clone(res.Columns)
+			}
+		}
+		check = false
+	}
 	for st.Step() {
+		follow()
 		if res.RowCount == q.limit {
 			res.Truncated = true
 			break
@@ -529,6 +542,7 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		c.db.SetInterrupt(old)
 		return res, q.stepError(sb, err)
 	}
+	follow()
 	ranToEnd = true
 	return res, nil
 }
