@@ -502,17 +502,23 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		q.enc.rows = 0
 	}
 	size := 0
-	// A kept statement's columns are checked after its first step, where
-	// SQLite prepares it again if the schema changed.
-	check := cached
+	// SQLite prepares the statement again inside a step when the schema
+	// changed since it was prepared (behind the registry's back, by
+	// another program, as a kept statement's registry is the same): the
+	// columns read before may be stale, so they are read again then.
+	reprepares := st.Status(sqlite3.STMTSTATUS_REPREPARE, false)
 	follow := func() {
-		if check && kept.followReprepare() {
-			res.Columns, keys = kept.columns, &kept.keys
-			if q.enc == nil {
-				res.Columns = slices.Clone(res.Columns)
-			}
+		if reprepares < 0 || st.Status(sqlite3.STMTSTATUS_REPREPARE, false) == reprepares {
+			reprepares = -1
+			return
 		}
-		check = false
+		reprepares = -1
+		res.Columns = resultColumns(st)
+		k := newRowKeys(res.Columns)
+		keys = &k
+		if cached {
+			kept.columns, kept.keys = slices.Clone(res.Columns), k
+		}
 	}
 	for st.Step() {
 		follow()

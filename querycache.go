@@ -16,9 +16,9 @@ import (
 // registry object, not just its version: one is loaded afresh whenever the
 // registry may have changed) and always under a sandbox, so SQLite's own
 // re-preparation after a schema change asks the authorizer again. That
-// re-preparation (a schema changed behind the registry's back, by another
-// program) may also change the result's columns: they are read again then
-// (see followReprepare).
+// re-preparation (of a schema changed behind the registry's back, by
+// another program) may change the result's columns too: queryRun.run then
+// reads them again, and keeps them with the statement.
 
 // maxCachedQueries bounds the user statements one connection keeps.
 const maxCachedQueries = 32
@@ -36,9 +36,6 @@ type userStatement struct {
 	sc      *schema
 	columns []string
 	keys    rowKeys
-	// reprepares is how often SQLite had prepared st again when columns
-	// were read.
-	reprepares int
 }
 
 // cachedQuery returns the kept statement of sql, if it was checked with sc.
@@ -66,25 +63,10 @@ func (c *conn) keepQuery(sql string, sc *schema, st *sqlite3.Stmt, columns []str
 		c.queries = newLRU[*userStatement]()
 	}
 	c.forgetQuery(sql)
-	c.queries.add(sql, &userStatement{st: st, sc: sc, columns: slices.Clone(columns), keys: newRowKeys(columns),
-		reprepares: st.Status(sqlite3.STMTSTATUS_REPREPARE, false)})
+	c.queries.add(sql, &userStatement{st: st, sc: sc, columns: slices.Clone(columns), keys: newRowKeys(columns)})
 	for _, u := range c.queries.trim(maxCachedQueries, func(*userStatement) bool { return true }) {
 		u.st.Close()
 	}
-}
-
-// followReprepare reads the result's columns again if SQLite prepared the
-// statement again since they were read (it does so inside a step, when the
-// schema changed), and reports whether it did.
-func (u *userStatement) followReprepare() bool {
-	n := u.st.Status(sqlite3.STMTSTATUS_REPREPARE, false)
-	if n == u.reprepares {
-		return false
-	}
-	u.columns = resultColumns(u.st)
-	u.keys = newRowKeys(u.columns)
-	u.reprepares = n
-	return true
 }
 
 // forgetQuery finalizes the kept statement of sql, if any.
