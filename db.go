@@ -629,7 +629,9 @@ func columnTime(st *sqlite3.Stmt, col int) *Timestamp {
 
 // dbError turns a SQLite failure into the Store's error vocabulary:
 // constraint failures get their codes, an interrupt caused by ctx becomes
-// ctx's error, anything else stays internal.
+// ctx's error, a lock that another connection (another Store on the
+// folder, another program) held past Options.BusyTimeout is ErrServerBusy,
+// anything else stays internal.
 func dbError(ctx context.Context, err error) error {
 	switch {
 	case err == nil:
@@ -640,6 +642,8 @@ func dbError(ctx context.Context, err error) error {
 		return errorf(ErrNotNullViolation, "a NOT NULL column got no value")
 	case errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil:
 		return ctx.Err()
+	case errors.Is(err, sqlite3.BUSY):
+		return errorf(ErrServerBusy, "the project's database is locked by another connection; retry")
 	}
 	var code Code
 	if errors.As(err, &code) {
