@@ -60,6 +60,9 @@ func (p *project) tryWrite(ctx context.Context, fn func(c *conn) error) (bool, e
 		return false, nil
 	}
 	defer func() { <-p.wsem }()
+	if p.faulted.Load() { // the writer's instance is gone (see writerTrapped)
+		return false, nil
+	}
 	r := &writeRequest{ctx: ctx, fn: fn, alone: true, done: make(chan struct{})}
 	p.runAlone(r)
 	if r.panicked != nil {
