@@ -3,8 +3,10 @@ package projectdata
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,4 +81,73 @@ func TestChangeKeyIsWrittenAsTheRowsKey(t *testing.T) {
 	enc, err := json.Marshal(last)
 	is.NoErr(err)
 	is.True(strings.Contains(string(enc), `"key":2.0,"row":{"k":2.0}`)) // the key as the row's
+}
+
+// TestFollowerGetsEveryChangeOfTwoStores: a follower of one Store gets
+// every change committed through it and another Store on the folder, each
+// once and in id order, while writes share group commits, some roll back
+// (unique violations) and bulk deletes run.
+func TestFollowerGetsEveryChangeOfTwoStores(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, other, _ := storesOnOneFolder(t)
+	_, err := s.AddColumn(ctx, "acme", "items", ColumnDef{Name: "sku", Unique: true})
+	is.NoErr(err)
+	start, err := s.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan Change, 4096)
+	go func() {
+		defer close(got)
+		for ch, err := range s.FollowChanges(fctx, "acme", ChangeQuery{After: start}) {
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got <- ch
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range 6 {
+		st := s
+		if w%2 == 1 {
+			st = other
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				sku := fmt.Sprintf("%d-%d", w, i)
+				if i%7 == 3 {
+					sku = "dup"
+				}
+				_, err := st.Insert(ctx, "acme", "items", []Row{{"qty": i, "sku": sku}, {"qty": -1}})
+				if err != nil && ErrorCode(err) != ErrUniqueViolation {
+					t.Error(err)
+					return
+				}
+				if i%10 == 9 {
+					if _, err := st.DeleteRecords(ctx, "acme", "items", BulkDelete{Where: Where{{Column: "qty", Op: "=", Value: -1}}}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	last, err := s.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+	for next := start + 1; next <= last; next++ {
+		select {
+		case ch, ok := <-got:
+			if !ok {
+				t.Fatalf("the follower stopped before change %d", next)
+			}
+			is.Equal(ch.ID, next)
+		case <-time.After(time.Minute):
+			t.Fatalf("no change %d of %d", next, last)
+		}
+	}
 }

@@ -629,7 +629,9 @@ func columnTime(st *sqlite3.Stmt, col int) *Timestamp {
 
 // dbError turns a SQLite failure into the Store's error vocabulary:
 // constraint failures get their codes, an interrupt caused by ctx becomes
-// ctx's error, anything else stays internal.
+// ctx's error, a lock that another connection (another Store on the
+// folder, another program) held past Options.BusyTimeout is ErrServerBusy,
+// anything else stays internal.
 func dbError(ctx context.Context, err error) error {
 	switch {
 	case err == nil:

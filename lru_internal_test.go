@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,4 +112,94 @@ func TestCloseWaitsForEvictedCloses(t *testing.T) {
 	is.NoErr(<-closed)
 	<-released
 	is.True(pa.closed)
+}
+
+// TestEvictionUnderLoadLosesNothing: with one project open at a time,
+// writes (some through pinned projects), lists and queries on three
+// projects through two Stores on the folder, and a follower of each,
+// close and reopen projects all the time under operations that run: none
+// fails, and every follower gets every change.
+func TestEvictionUnderLoadLosesNothing(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(dir, &Options{MaxOpenProjects: 1})
+	is.NoErr(err)
+	defer s.Close()
+	b, err := Open(dir, &Options{MaxOpenProjects: 1})
+	is.NoErr(err)
+	defer b.Close()
+	slugs := []string{"p0", "p1", "p2"}
+	for _, slug := range slugs {
+		_, _, err := s.CreateProject(ctx, slug, "")
+		is.NoErr(err)
+		_, _, err = s.CreateTable(ctx, slug, TableDef{Name: "items", Columns: []ColumnDef{{Name: "qty", Type: "INTEGER"}}})
+		is.NoErr(err)
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	got := make([]atomic.Int64, len(slugs))
+	var fwg sync.WaitGroup
+	for i, slug := range slugs {
+		fwg.Add(1)
+		go func() {
+			defer fwg.Done()
+			for _, err := range s.FollowChanges(fctx, slug, ChangeQuery{After: 1}) { // after the table's creation
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got[i].Add(1)
+			}
+		}()
+	}
+	var wg sync.WaitGroup
+	for w := range 6 {
+		st := s
+		if w%3 == 2 {
+			st = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 60 {
+				slug := slugs[(w+i)%3]
+				pctx, release, err := st.Pin(ctx, slug)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, err = st.Insert(pctx, slug, "items", []Row{{"qty": i}})
+				if err == nil {
+					_, err = st.ListRecords(pctx, slug, "items", ListOptions{Limit: 1})
+				}
+				release()
+				if err == nil {
+					_, err = st.Query(ctx, slugs[(w+i+1)%3], QueryRequest{SQL: "SELECT count(*) FROM items"})
+				}
+				if err != nil {
+					t.Error(slug, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		done := true
+		for i := range slugs {
+			if got[i].Load() < 120 {
+				done = false
+			}
+		}
+		if done {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	fwg.Wait()
+	for i := range slugs {
+		is.Equal(got[i].Load(), int64(120))
+	}
 }

@@ -502,7 +502,26 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		q.enc.rows = 0
 	}
 	size := 0
+	// SQLite prepares the statement again inside a step when the schema
+	// changed since it was prepared (behind the registry's back, by
+	// another program, as a kept statement's registry is the same): the
+	// columns read before may be stale, so they are read again then.
+	reprepares := st.Status(sqlite3.STMTSTATUS_REPREPARE, false)
+	follow := func() {
+		if reprepares < 0 || st.Status(sqlite3.STMTSTATUS_REPREPARE, false) == reprepares {
+			reprepares = -1
+			return
+		}
+		reprepares = -1
+		res.Columns = resultColumns(st)
+		k := newRowKeys(res.Columns)
+		keys = &k
+		if cached {
+			kept.columns, kept.keys = slices.Clone(res.Columns), k
+		}
+	}
 	for st.Step() {
+		follow()
 		if res.RowCount == q.limit {
 			res.Truncated = true
 			break
@@ -529,6 +548,7 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		c.db.SetInterrupt(old)
 		return res, q.stepError(sb, err)
 	}
+	follow()
 	ranToEnd = true
 	return res, nil
 }

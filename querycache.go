@@ -15,7 +15,10 @@ import (
 // (maxKeptQueryBytes). It runs again only with the same schema (the
 // registry object, not just its version: one is loaded afresh whenever the
 // registry may have changed) and always under a sandbox, so SQLite's own
-// re-preparation after a schema change asks the authorizer again.
+// re-preparation after a schema change asks the authorizer again. That
+// re-preparation (of a schema changed behind the registry's back, by
+// another program) may change the result's columns too: queryRun.run then
+// reads them again, and keeps them with the statement.
 
 // maxCachedQueries bounds the user statements one connection keeps.
 const maxCachedQueries = 32

@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -145,6 +146,52 @@ func TestKeptQueriesFollowTheSchema(t *testing.T) {
 	is.NoErr(err)
 	_, err = s.Query(ctx, "acme", QueryRequest{SQL: sql})
 	is.True(err != nil)
+}
+
+// TestKeptQueriesFollowSchemaChangedByHand: a schema changed behind the
+// registry's back (by another program) leaves the registry, and so the
+// kept statement, as they were; SQLite prepares the statement again when
+// it runs, and the result's columns are those of the statement it runs,
+// not those read when it was kept.
+func TestKeptQueriesFollowSchemaChangedByHand(t *testing.T) {
+	is := is.New(t)
+	s, p := queryStore(t)
+	ctx := context.Background()
+	raw, err := sqlite3.Open(p.dbPath())
+	is.NoErr(err)
+	defer raw.Close()
+	is.NoErr(raw.BusyTimeout(5e9))
+	const sql = "SELECT * FROM t WHERE id = 1"
+	for range 2 {
+		res, err := s.Query(ctx, "acme", QueryRequest{SQL: sql})
+		is.NoErr(err)
+		is.Equal(res.Columns, []string{"id", "n"})
+	}
+	is.True(keptStatement(p, sql) != nil)
+	for _, step := range []struct {
+		ddl  string
+		cols []string
+		row  Row
+	}{
+		{`ALTER TABLE t ADD COLUMN m TEXT DEFAULT 'x'`, []string{"id", "n", "m"}, Row{"id": int64(1), "n": int64(1), "m": "x"}},
+		{`ALTER TABLE t DROP COLUMN n`, []string{"id", "m"}, Row{"id": int64(1), "m": "x"}},
+	} {
+		is.NoErr(raw.Exec(step.ddl))
+		for range 2 {
+			res, err := s.Query(ctx, "acme", QueryRequest{SQL: sql})
+			is.NoErr(err)
+			is.Equal(res.Columns, step.cols)
+			is.Equal(res.Rows, []Row{step.row})
+			got, err := s.AppendQueryJSON(ctx, nil, "acme", QueryRequest{SQL: sql})
+			is.NoErr(err)
+			want, err := json.Marshal(res.Rows)
+			is.NoErr(err)
+			is.True(strings.HasPrefix(string(got), `{"rows":`+string(want)+`,`))
+		}
+		res, err := s.Query(ctx, "acme", QueryRequest{SQL: "SELECT * FROM t WHERE id = 0"}) // no row
+		is.NoErr(err)
+		is.Equal(res.Columns, step.cols)
+	}
 }
 
 // TestLargeStatementsAreNotKept: a statement holding much of SQLite's

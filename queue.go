@@ -54,12 +54,22 @@ func tryEnter(sem chan struct{}) bool {
 }
 
 // tryWrite runs fn as write does if the writer is free now, and reports
-// whether it ran: for work that is skipped rather than waited for.
+// whether it ran: for work that is skipped rather than waited for. Nor does
+// it wait for the database's write lock when another connection (another
+// Store on the folder, another program) holds it: it fails at once with
+// ErrServerBusy then, where a write waits up to Options.BusyTimeout.
 func (p *project) tryWrite(ctx context.Context, fn func(c *conn) error) (bool, error) {
 	if !tryEnter(p.wsem) {
 		return false, nil
 	}
 	defer func() { <-p.wsem }()
+	if p.faulted.Load() { // the writer's instance is gone (see writerTrapped)
+		return false, nil
+	}
+	if err := p.writer.db.BusyTimeout(0); err != nil {
+		return false, err
+	}
+	defer p.writer.db.BusyTimeout(p.store.opts.BusyTimeout)
 	r := &writeRequest{ctx: ctx, fn: fn, alone: true, done: make(chan struct{})}
 	p.runAlone(r)
 	if r.panicked != nil {

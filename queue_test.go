@@ -40,3 +40,35 @@ func TestClosedReportsClose(t *testing.T) {
 	is.NoErr(s.Close())
 	is.True(s.Closed())
 }
+
+// TestWriteLockHeldElsewhereIsServerBusy: a write that waits past
+// Options.BusyTimeout for the database's write lock, which another process
+// (or another Store on the folder) holds, is ErrServerBusy, for a retry,
+// whether it writes alone, in a group or in a schema change; not an
+// internal error.
+func TestWriteLockHeldElsewhereIsServerBusy(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.Open(t, &projectdata.Options{BusyTimeout: 50 * time.Millisecond})
+	_, _, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	createTable(t, s, "t", projectdata.ColumnDef{Name: "n", Type: "INTEGER"})
+	raw := pdtest.Raw(t, dir, "acme")
+	pdtest.Exec(t, raw, `BEGIN IMMEDIATE`)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range 3 { // in one group or in turn
+		wg.Go(func() { _, errs[i] = s.Insert(ctx, "acme", "t", []projectdata.Row{{"n": i}}) })
+	}
+	wg.Go(func() {
+		_, errs[3] = s.DeleteRecords(ctx, "acme", "t", projectdata.BulkDelete{Where: where(t, `{"n":1}`)})
+	})
+	wg.Wait()
+	_, err = s.AddColumn(ctx, "acme", "t", projectdata.ColumnDef{Name: "m"})
+	errs = append(errs, err)
+	for _, err := range errs {
+		pdtest.Code(t, err, projectdata.ErrServerBusy)
+	}
+	pdtest.Exec(t, raw, `COMMIT`)
+	_, err = s.Insert(ctx, "acme", "t", []projectdata.Row{{"n": 1}})
+	is.NoErr(err)
+}

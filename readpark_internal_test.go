@@ -221,3 +221,63 @@ func TestParkedReadsFollowConcurrentWrites(t *testing.T) {
 		t.Fatal("no reader was ever parked")
 	}
 }
+
+// TestEveryReadSeesTheWriteBeforeIt: straight after a write returns, by
+// this Store or another on the folder, every kind of read of this Store
+// (a record by key, a list with its total, a query, the change log) sees
+// it, while readers park in between, another program checkpoints the log
+// and starts it over (TRUNCATE: the WAL index header begins again from an
+// empty log) and the other Store changes the schema.
+func TestEveryReadSeesTheWriteBeforeIt(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, other, dir := storesOnOneFolder(t)
+	raw, err := sqlite3.Open(filepath.Join(dir, "acme", dbFileName))
+	is.NoErr(err)
+	defer raw.Close()
+	is.NoErr(raw.BusyTimeout(5e9))
+	last, err := s.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+	for i := int64(1); i <= 120; i++ {
+		w := s
+		if i%2 == 0 {
+			w = other
+		}
+		res, err := w.Insert(ctx, "acme", "items", []Row{{"name": fmt.Sprint(i), "qty": i}})
+		is.NoErr(err)
+		id := res.InsertedIDs[0]
+		row, err := s.GetRecord(ctx, "acme", "items", id)
+		is.NoErr(err)
+		is.Equal(row["qty"], i)
+		l, err := s.ListRecords(ctx, "acme", "items", ListOptions{Limit: 1, Order: "-id"})
+		is.NoErr(err)
+		is.Equal(*l.Total, i)
+		is.Equal(l.Rows[0]["id"], id)
+		q, err := s.Query(ctx, "acme", QueryRequest{SQL: `SELECT max(qty) AS q FROM items`})
+		is.NoErr(err)
+		is.Equal(q.Rows[0]["q"], i)
+		page, err := s.ListChanges(ctx, "acme", ChangeQuery{After: last})
+		is.NoErr(err)
+		is.Equal(len(page.Changes), 1)
+		last = page.NextAfter
+		switch i % 10 {
+		case 3:
+			is.NoErr(raw.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`))
+		case 5:
+			if i%30 == 5 {
+				time.Sleep(2 * checkpointIdle) // the writers' checkpoints: readers park
+			}
+		case 7:
+			col := fmt.Sprintf("c%d", i)
+			_, err := other.AddColumn(ctx, "acme", "items", ColumnDef{Name: col})
+			is.NoErr(err)
+			l, err := s.ListRecords(ctx, "acme", "items", ListOptions{Columns: []string{col}, Where: Where{{Column: col, Op: "is_null"}}})
+			is.NoErr(err)
+			is.Equal(*l.Total, i)
+			page, err := s.ListChanges(ctx, "acme", ChangeQuery{After: last})
+			is.NoErr(err)
+			is.Equal(page.Changes[0].Op, ChangeSchema)
+			last = page.NextAfter
+		}
+	}
+}

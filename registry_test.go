@@ -201,32 +201,6 @@ func TestRegistryLoadsFromOneSnapshot(t *testing.T) {
 	is.Equal(internal, nil) // no read failed with an internal error
 }
 
-// TestWritesWaitingOnAnotherStoresLockAreBusy: a write that cannot get the
-// database's write lock within Options.BusyTimeout, because another Store
-// (or process) on the same folder holds it for a long schema change, is
-// ErrServerBusy (503, retry), not an internal error.
-func TestWritesWaitingOnAnotherStoresLockAreBusy(t *testing.T) {
-	is := is.New(t)
-	s, dir := pdtest.Open(t, &projectdata.Options{BusyTimeout: 10 * time.Millisecond})
-	_, _, err := s.CreateProject(ctx, "acme", "")
-	is.NoErr(err)
-	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "t", Columns: []projectdata.ColumnDef{{Name: "qty", Type: "INTEGER"}}})
-	is.NoErr(err)
-
-	other := pdtest.Raw(t, dir, "acme")
-	pdtest.Exec(t, other, `BEGIN IMMEDIATE`)
-	_, err = s.Insert(ctx, "acme", "t", []projectdata.Row{{"qty": 1}})
-	pdtest.Code(t, err, projectdata.ErrServerBusy)
-	_, err = s.AddColumn(ctx, "acme", "t", projectdata.ColumnDef{Name: "note"})
-	pdtest.Code(t, err, projectdata.ErrServerBusy)
-	_, err = s.DeleteRecords(ctx, "acme", "t", projectdata.BulkDelete{AllowAll: true})
-	pdtest.Code(t, err, projectdata.ErrServerBusy)
-	pdtest.Exec(t, other, `ROLLBACK`)
-
-	_, err = s.Insert(ctx, "acme", "t", []projectdata.Row{{"qty": 1}})
-	is.NoErr(err)
-}
-
 // TestOpeningAProjectLockedByAnotherProcessIsBusy: a process that keeps
 // the project's database locked (SQLite's exclusive locking mode) past
 // Options.BusyTimeout makes opening the project, and so every operation

@@ -2,7 +2,9 @@ package projectdata
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -274,4 +276,67 @@ func TestRowCountsInEverySnapshot(t *testing.T) {
 			is.Equal(total, rows) // the kept total is exact in this snapshot
 		}()
 	}
+}
+
+// TestRowCountsAfterConcurrentBulkChanges: inserts that fail on a unique
+// column, bulk updates (of the primary key too: a delete and an insert in
+// the log), bulk and single deletes, through two Stores on one folder in
+// shared commits, leave the kept total equal to COUNT(*).
+func TestRowCountsAfterConcurrentBulkChanges(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, other, dir := storesOnOneFolder(t)
+	_, _, err := s.CreateTable(ctx, "acme", TableDef{Name: "k", Columns: []ColumnDef{{Name: "code", Primary: true}, {Name: "v", Type: "INTEGER", Unique: true}}})
+	is.NoErr(err)
+	var wg sync.WaitGroup
+	for w := range 6 {
+		st := s
+		if w%2 == 1 {
+			st = other
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				var err error
+				switch i % 8 {
+				case 0, 1, 2: // the second row often collides on v
+					_, err = st.Insert(ctx, "acme", "k", []Row{{"code": fmt.Sprintf("c%d-%d", w, i), "v": w*1000 + i}, {"code": fmt.Sprintf("d%d-%d", w, i), "v": i % 5}})
+				case 3:
+					_, err = st.UpdateRecords(ctx, "acme", "k", BulkUpdate{Data: Row{"v": nil}, Where: Where{{Column: "v", Op: "<", Value: 5}}})
+				case 4:
+					_, err = st.DeleteRecords(ctx, "acme", "k", BulkDelete{Where: Where{{Column: "v", Op: "is_null"}}})
+				case 5:
+					_, err = st.UpdateRecord(ctx, "acme", "k", fmt.Sprintf("c%d-%d", w, i-5), Row{"code": fmt.Sprintf("m%d-%d", w, i)})
+				case 6:
+					_, err = st.UpdateRecords(ctx, "acme", "k", BulkUpdate{Data: Row{"code": fmt.Sprintf("x%d-%d", w, i)}, Where: Where{{Column: "code", Op: "=", Value: fmt.Sprintf("m%d-%d", w, i-1)}}})
+				case 7:
+					_, err = st.DeleteRecord(ctx, "acme", "k", fmt.Sprintf("x%d-%d", w, i-1))
+				}
+				if code := ErrorCode(err); err != nil && code != ErrUniqueViolation && code != ErrRecordNotFound {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	c, err := openConn(filepath.Join(dir, "acme", dbFileName), true, time.Second)
+	is.NoErr(err)
+	defer c.close()
+	sc, err := loadSchema(c)
+	is.NoErr(err)
+	k, err := sc.lookupTable("k")
+	is.NoErr(err)
+	total, ok, err := rowCount(c, k)
+	is.NoErr(err)
+	is.True(ok)
+	var rows int64
+	_, err = c.queryRow(`SELECT count(*) FROM k`, nil, func(st *sqlite3.Stmt) error {
+		rows = st.ColumnInt64(0)
+		return nil
+	})
+	is.NoErr(err)
+	is.True(rows > 0)
+	is.Equal(total, rows)
 }

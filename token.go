@@ -442,7 +442,7 @@ func (p *project) touchToken(ctx context.Context, id int64, stored *Timestamp, n
 		}
 		p.lastUsedMu.Unlock()
 	}
-	if err != nil {
+	if err != nil && ErrorCode(err) != ErrServerBusy { // busy: skipped, as when the writer is
 		p.store.opts.Logger.Warn("record token use", "project", p.slug, "token_id", id, "err", err)
 	}
 }

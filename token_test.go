@@ -281,3 +281,40 @@ func TestStoreEnforcesCallerRole(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestAuthenticateNeverWaitsForAWriteLockHeldElsewhere: recording
+// last_used_at is skipped, not waited for, when another connection (a
+// Store of another process on the folder, the CLI) holds the database's
+// write lock: authentication answers at once, not after BusyTimeout.
+func TestAuthenticateNeverWaitsForAWriteLockHeldElsewhere(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.Open(t, &projectdata.Options{BusyTimeout: time.Hour})
+	_, admin, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, err = s.ListTokens(ctx, "acme") // the project open
+	is.NoErr(err)
+	raw := pdtest.Raw(t, dir, "acme")
+	pdtest.Exec(t, raw, `BEGIN IMMEDIATE`)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Authenticate(ctx, "acme", admin.Token) // its first use: last_used_at is due
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		is.NoErr(err)
+		pdtest.Exec(t, raw, `ROLLBACK`)
+	case <-time.After(30 * time.Second):
+		t.Error("authentication waited for the write lock")
+		pdtest.Exec(t, raw, `ROLLBACK`)
+		<-done
+	}
+	toks, err := s.ListTokens(ctx, "acme")
+	is.NoErr(err)
+	is.True(toks[0].LastUsedAt == nil) // skipped: recorded by a later use
+	_, err = s.Authenticate(ctx, "acme", admin.Token)
+	is.NoErr(err)
+	toks, err = s.ListTokens(ctx, "acme")
+	is.NoErr(err)
+	is.True(toks[0].LastUsedAt != nil)
+}

@@ -93,6 +93,9 @@ func TestTrappedWriterReopensTheProject(t *testing.T) {
 			is.True(p.faulted.Load())
 			err = p.write(ctx, insert) // the faulted project fails fast
 			is.Equal(ErrorCode(err), ErrServerBusy)
+			ran, err := p.tryWrite(ctx, insert) // so does bookkeeping (last_used_at), without a call into the writer
+			is.True(!ran)
+			is.NoErr(err)
 			s.release(p)
 			released = true
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 )
@@ -269,4 +270,59 @@ func TestLoneWrites(t *testing.T) {
 	is.NoErr(w.p.write(ctx, insert("e")))
 	is.Equal(w.values(t), []string{"a", "e"})
 	is.Equal(w.commits.Load(), int64(2))
+}
+
+// TestWritesAreAcknowledgedIffCommitted: writes through two Stores on one
+// folder, sharing group commits, many with contexts that end while they
+// wait or run, some with idempotency keys, next to bulk updates: every
+// insert that returned nil committed both its rows, every one that failed
+// committed none.
+func TestWritesAreAcknowledgedIffCommitted(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, other, _ := storesOnOneFolder(t)
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		st := s
+		if w%2 == 1 {
+			st = other
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 60 {
+				name := fmt.Sprintf("%d-%d", w, i)
+				cctx, cancel := context.WithTimeout(ctx, time.Duration(i%7)*200*time.Microsecond)
+				if i%3 == 0 {
+					cctx = WithIdempotencyKey(cctx, name)
+				}
+				var err error
+				if i%5 == 4 {
+					_, err = st.UpdateRecords(cctx, "acme", "items", BulkUpdate{Data: Row{"qty": i}, Where: Where{{Column: "qty", Op: "<", Value: 0}}})
+				} else {
+					_, err = st.Insert(cctx, "acme", "items", []Row{{"name": name, "qty": i}, {"name": name, "qty": -1}})
+				}
+				cancel()
+				mu.Lock()
+				if i%5 != 4 {
+					acked[name] = err == nil
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	q, err := s.Query(ctx, "acme", QueryRequest{SQL: "SELECT name, count(*) AS n FROM items GROUP BY name", Limit: 1000})
+	is.NoErr(err)
+	rows := map[string]int64{}
+	for _, r := range q.Rows {
+		rows[r["name"].(string)] = r["n"].(int64)
+	}
+	for name, ok := range acked {
+		if want := map[bool]int64{true: 2}[ok]; rows[name] != want {
+			t.Errorf("insert %s (acknowledged: %v): %d rows", name, ok, rows[name])
+		}
+	}
 }

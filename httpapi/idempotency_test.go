@@ -299,3 +299,54 @@ func (b *signallingBody) Read(p []byte) (int, error) {
 	b.once.Do(func() { b.reading <- struct{}{} })
 	return b.ReadCloser.Read(p)
 }
+
+// TestIdempotencyConcurrentRetriesOnTwoStores: the same keyed request sent
+// at once, eight times, to two servers whose Stores share the data folder
+// runs once: every answer but "in flight" is the same status and body, and
+// an insert adds its row once.
+func TestIdempotencyConcurrentRetriesOnTwoStores(t *testing.T) {
+	a, dir, _ := idemAPI(t)
+	other, err := projectdata.Open(dir, &projectdata.Options{Now: a.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	b := *a
+	b.store, b.h = other, httpapi.New(other, &httpapi.Options{Now: a.clock.Now})
+	for i, r := range []struct{ method, path, body string }{
+		{"POST", "/projects/acme/records/items", `[{"sku":"n","qty":5}]`},
+		{"POST", "/projects/acme/records/items", `[{"sku":"a","qty":5}]`}, // 409 unique_violation
+		{"PATCH", "/projects/acme/records/items/1", `{"qty":77}`},
+		{"DELETE", "/projects/acme/records/items/2", ""},
+		{"POST", "/projects/acme/table", `{"table_name":"t2","columns":[{"column_name":"n","column_type":"INTEGER"}]}`},
+		{"POST", "/projects/acme/column/items", `{"column_name":"note"}`},
+	} {
+		var mu sync.Mutex
+		answers := map[string]int{}
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				h := a
+				if g%2 == 1 {
+					h = &b
+				}
+				res := h.do(r.method, r.path, a.admin, r.body, "Idempotency-Key", "k"+strconv.Itoa(i))
+				if res.code() == "idempotency_key_in_flight" {
+					return
+				}
+				mu.Lock()
+				answers[strconv.Itoa(res.Status)+" "+comparable(res)]++
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if len(answers) != 1 {
+			t.Errorf("%s %s: %d different answers: %v", r.method, r.path, len(answers), answers)
+		}
+	}
+	if n := countItems(t, dir); n != 2 { // a and b, less 2, plus n
+		t.Errorf("%d items, want 2", n)
+	}
+}
