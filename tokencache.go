@@ -33,13 +33,15 @@ type cachedToken struct {
 }
 
 // lookup returns the cached token for the hash unless it is missing or
-// was read tokenRecheck ago or more (or in the future) by the Store's clock.
+// was read tokenRecheck ago or more: by the wall clock (so that another
+// Store's revocations take effect whatever Options.Now says), or by the
+// Store's clock (or in its future).
 // It also returns the generation to pass to remember after a database read.
 func (tc *tokenCache) lookup(hash [32]byte, now time.Time) (Token, bool, uint64) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	e, ok := tc.byHash[hash]
-	if !ok || now.Before(e.readAt) || now.Sub(e.readAt) >= tokenRecheck {
+	if !ok || time.Since(e.readAtMono) >= tokenRecheck || now.Before(e.readAt) || now.Sub(e.readAt) >= tokenRecheck {
 		return Token{}, false, tc.gen
 	}
 	return e.tok, true, tc.gen
@@ -57,7 +59,7 @@ func (tc *tokenCache) remember(hash [32]byte, tok Token, now time.Time, gen uint
 	if tc.byHash == nil || len(tc.byHash) >= maxCachedTokens {
 		tc.byHash = make(map[[32]byte]cachedToken)
 	}
-	tc.byHash[hash] = cachedToken{tok: tok, readAt: now}
+	tc.byHash[hash] = cachedToken{tok: tok, readAt: now, readAtMono: time.Now()}
 }
 
 // forget empties the cache: every token is read from the database again.

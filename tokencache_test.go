@@ -61,4 +61,28 @@ func TestTokenCache(t *testing.T) {
 		_, err = a.Authenticate(ctx, "acme", admin.Token)
 		is.NoErr(err)
 	})
+	t.Run("RevocationByAnotherStoreTakesEffectWhateverTheStoresClock", func(t *testing.T) {
+		is := is.New(t)
+		frozen := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+		a, dir := pdtest.Open(t, &projectdata.Options{Now: frozen})
+		_, _, err := a.CreateProject(ctx, "acme", "")
+		is.NoErr(err)
+		tok, err := a.CreateToken(ctx, "acme", projectdata.NewToken{})
+		is.NoErr(err)
+		_, err = a.Authenticate(ctx, "acme", tok.Token)
+		is.NoErr(err)
+
+		b, err := projectdata.Open(dir, &projectdata.Options{Now: frozen})
+		is.NoErr(err)
+		defer b.Close()
+		_, err = b.RevokeToken(ctx, "acme", tok.TokenID)
+		is.NoErr(err)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			_, err = a.Authenticate(ctx, "acme", tok.Token)
+			if err != nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		pdtest.Code(t, err, projectdata.ErrInvalidToken) // within about a second of the wall clock
+	})
 }
