@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -118,4 +119,93 @@ func queued(p *project) int {
 	p.wq.mu.Lock()
 	defer p.wq.mu.Unlock()
 	return len(p.wq.pending)
+}
+
+// TestGroupThatFailsToBeginAcknowledgesNothing: when the writer fails in
+// the BEGIN of a group (here, while it waits for a lock another connection
+// holds, in its busy handler), none of the group's writes is acknowledged
+// as done, the writes taken after the group get an answer too, and the
+// project writes on. A trap fails them with server_busy and reopens the
+// project; another panic fails them, goes on in the runner, and leaves
+// the writer free.
+func TestGroupThatFailsToBeginAcknowledgesNothing(t *testing.T) {
+	ctx := context.Background()
+	defer func(v bool) { verifyChangeLog = v }(verifyChangeLog)
+	verifyChangeLog = false // the writes insert with SQL of their own, outside the change log
+	for _, how := range []string{"Trap", "Panic"} {
+		t.Run(how, func(t *testing.T) {
+			is := is.New(t)
+			s := itemsStore(t, nil)
+			p, err := s.acquire(ctx, "acme")
+			is.NoErr(err)
+			defer s.release(p)
+			other, err := openConn(p.dbPath(), false, time.Second)
+			is.NoErr(err)
+			defer other.close()
+			is.NoErr(other.exec(`BEGIN IMMEDIATE`)) // the writer's BEGIN waits, in its busy handler
+			is.NoErr(p.writer.db.BusyHandler(func(context.Context, int) bool {
+				if how == "Trap" {
+					var none []int
+					return none[len(none)] == 0 // a runtime error, raised inside SQLite's BEGIN
+				}
+				panic("the busy handler failed")
+			}))
+
+			// Holding the writer, queue two writes and a write alone: the
+			// one that takes the writer runs the two as a group, which
+			// fails to begin, and then the write alone.
+			p.wsem <- struct{}{}
+			var wg sync.WaitGroup
+			errs := make([]error, 3)
+			panics := 0
+			var mu sync.Mutex
+			for i := range errs {
+				wg.Go(func() {
+					defer func() {
+						if v := recover(); v != nil {
+							mu.Lock()
+							panics++
+							mu.Unlock()
+							errs[i] = errors.New("panicked")
+						}
+					}()
+					insert := func(c *conn) error { return c.exec(`INSERT INTO items (name) VALUES ('lost')`) }
+					if i == 2 {
+						errs[i] = p.writeAlone(ctx, insert)
+						return
+					}
+					errs[i] = p.write(ctx, insert)
+				})
+				for queued(p) < i+1 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			<-p.wsem
+			wg.Wait()
+			for _, err := range errs {
+				is.True(err != nil) // nothing acknowledged
+			}
+			if how == "Trap" {
+				is.True(p.faulted.Load())
+				for _, err := range errs {
+					is.Equal(ErrorCode(err), ErrServerBusy)
+				}
+			} else {
+				is.Equal(panics, 1) // the runner's
+			}
+			is.NoErr(other.exec(`ROLLBACK`))
+			if how == "Panic" {
+				is.NoErr(p.writer.db.BusyTimeout(time.Second))
+				is.NoErr(p.write(ctx, func(c *conn) error { return c.exec(`INSERT INTO items (name) VALUES ('after')`) })) // the writer is free
+			}
+			s.release(p)
+			_, err = s.Insert(ctx, "acme", "items", []Row{{"name": "later"}})
+			is.NoErr(err)
+			p, err = s.acquire(ctx, "acme") // for the deferred release
+			is.NoErr(err)
+			list, err := s.ListRecords(ctx, "acme", "items", ListOptions{Where: Where{{Column: "name", Op: WhereEq, Value: "lost"}}})
+			is.NoErr(err)
+			is.Equal(len(list.Rows), 0)
+		})
+	}
 }

@@ -92,8 +92,7 @@ func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool
 	p.wq.mu.Unlock()
 	select {
 	case p.wsem <- struct{}{}:
-		p.runQueued()
-		<-p.wsem
+		p.runHolding()
 	default:
 		// Waiting: for a place in a group or for the writer, at most
 		// Options.QueueTimeout, counted in the Store's Stats.
@@ -101,8 +100,7 @@ func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool
 		t := time.NewTimer(p.store.opts.QueueTimeout)
 		select {
 		case p.wsem <- struct{}{}:
-			p.runQueued()
-			<-p.wsem
+			p.runHolding()
 		case <-r.done:
 		case <-ctx.Done():
 			if p.wq.remove(r) {
@@ -142,13 +140,31 @@ func (p *project) loggingChanges(r *writeRequest, fn func(c *conn) error) func(c
 	}
 }
 
-// runQueued runs every queued write, holding the writer.
+// runHolding runs every queued write with the writer, which the caller
+// took (p.wsem), and gives it back, even when a write's runner panics.
+func (p *project) runHolding() {
+	defer func() { <-p.wsem }()
+	p.runQueued()
+}
+
+// runQueued runs every queued write, holding the writer. A panic that
+// escapes a group (see runGroup) goes on after the writes taken but not
+// yet run have failed, so that none waits for ever.
 func (p *project) runQueued() {
 	// Handlers about to submit a write get to queue it first and share
 	// this group's commit: with the cores busy, groups were about two
 	// writes, and every commit costs its pages' WAL writes and locks.
 	runtime.Gosched()
 	reqs := p.wq.take()
+	defer func() {
+		if v := recover(); v != nil {
+			for _, r := range reqs {
+				r.err = errGroupFailed
+				close(r.done)
+			}
+			panic(v)
+		}
+	}()
 	for len(reqs) > 0 {
 		if p.faulted.Load() {
 			for _, r := range reqs {
@@ -157,23 +173,29 @@ func (p *project) runQueued() {
 			}
 			return
 		}
-		if reqs[0].alone {
-			p.runAlone(reqs[0])
-			reqs = reqs[1:]
-			continue
-		}
 		n := 1
-		for n < len(reqs) && n < p.store.opts.MaxWriteGroup && !reqs[n].alone {
+		for !reqs[0].alone && n < len(reqs) && n < p.store.opts.MaxWriteGroup && !reqs[n].alone {
 			n++
 		}
-		if n == 1 {
-			p.runSingle(reqs[0])
-		} else {
-			p.runGroup(reqs[:n])
+		group := reqs[:n]
+		reqs = reqs[n:] // what is left to run, should group's runner panic
+		switch {
+		case group[0].alone:
+			p.runAlone(group[0])
+		case n == 1:
+			p.runSingle(group[0])
+		default:
+			p.runGroup(group)
 		}
-		reqs = reqs[n:]
 	}
 }
+
+// errGroupFailed answers the writes of a group whose transaction failed
+// with the writer's state unknown (a panic, SQLite's rollback of the whole
+// transaction), or that did not run for it: their changes did not commit.
+// It carries none of the writes' own codes, so that no idempotent answer
+// is stored for them and a retry runs.
+var errGroupFailed = errors.New("a write sharing the transaction failed, and the transaction with it; retry")
 
 // runAlone runs one write in its own immediate transaction, with SQLite
 // interrupted when its context ends.
@@ -255,14 +277,22 @@ func (p *project) runSingle(r *writeRequest) {
 func (p *project) runGroup(reqs []*writeRequest) {
 	c := p.writer
 	var joined []*writeRequest // released into the transaction
+	committed := false
 	defer func() {
 		v := recover()
-		if v != nil && isTrap(v) { // in BEGIN or COMMIT
-			p.writerTrapped(c)
-			for _, j := range joined {
-				j.err = errWriterFault(p.slug)
+		if v != nil { // in BEGIN or COMMIT: no write of the group is acknowledged
+			lost := errGroupFailed
+			if isTrap(v) {
+				p.writerTrapped(c)
+				lost, v = errWriterFault(p.slug), nil
+			} else if !c.db.GetAutocommit() {
+				c.exec(`ROLLBACK`)
 			}
-			v = nil
+			for _, r := range reqs {
+				if r.err == nil && r.panicked == nil && !committed {
+					r.err = lost
+				}
+			}
 		}
 		for _, r := range reqs {
 			close(r.done)
@@ -306,7 +336,7 @@ func (p *project) runGroup(reqs []*writeRequest) {
 			// r's code, so that no idempotent answer is stored for them and
 			// a retry runs.
 			for _, j := range joined {
-				j.err = errors.New("a write sharing the transaction failed and SQLite rolled the transaction back")
+				j.err = errGroupFailed
 			}
 			joined = joined[:0]
 			if !begin(reqs[i+1:]) {
@@ -325,7 +355,9 @@ func (p *project) runGroup(reqs []*writeRequest) {
 		if !c.db.GetAutocommit() {
 			c.exec(`ROLLBACK`)
 		}
+		return
 	}
+	committed = true
 }
 
 // runSavepoint runs one write of a group in a savepoint and reports
