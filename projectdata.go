@@ -26,7 +26,8 @@ type Options struct {
 	// and so how many reads of a project run in parallel. Zero: 4.
 	MaxReadersPerProject int
 	// BusyTimeout is how long a connection waits for a lock held by another
-	// process before it fails. Zero: 5s.
+	// process (or another Store on the folder) before the operation fails
+	// with ErrServerBusy. Zero: 5s.
 	BusyTimeout time.Duration
 	// QueryTimeout is the execution budget of one read-only query; SQLite is
 	// interrupted when it runs out (query_budget_exceeded). Zero: 1s.
