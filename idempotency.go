@@ -175,13 +175,25 @@ func (s *Store) withWrite(ctx context.Context, slug string, call writeCall, fn f
 // returned; if a call with the key ran before, its answer is returned
 // instead (replayed, or ErrIdempotencyKeyReused for another fingerprint).
 // Without an Idempotency in ctx, or for an op that stores no answers (a
-// read, token creation), it returns refusal.
+// read, token creation), it returns refusal. A call that succeeded with
+// the same fingerprint (the request was refused for what the fingerprint
+// leaves out, such as an HTTP request's Content-Type, or found its first
+// call in flight, which has finished since) has results that a refusal
+// cannot carry: then too it returns refusal, and stores nothing.
 func (s *Store) RefuseIdempotent(ctx context.Context, slug string, op Operation, refusal error) error {
 	if _, ok := IdempotencyFrom(ctx); !ok || !answeredOps[op] {
 		return refusal
 	}
-	return s.withWrite(ctx, slug, writeCall{op: op}, func(context.Context, *project) error { return refusal })
+	err := s.withWrite(ctx, slug, writeCall{op: op}, func(context.Context, *project) error { return refusal })
+	if errors.Is(err, errSucceededBefore) {
+		return refusal
+	}
+	return err
 }
+
+// errSucceededBefore is the replay, to a call without results (see
+// RefuseIdempotent), of a stored answer that is a result.
+var errSucceededBefore = errors.New("idempotent call succeeded before")
 
 // answeredOps are the operations whose answers are stored under an
 // idempotency key (see WithIdempotency).
@@ -646,6 +658,9 @@ func (a *storedAnswer) replay(idem Idempotency, fp []byte, call writeCall) error
 			idem.OnReplay()
 		}
 		return &Error{Code: a.code, Message: a.message}
+	}
+	if call.results == nil {
+		return errSucceededBefore
 	}
 	if err := decodeAnswer(a.result, a.compressed, call.results); err != nil {
 		return err

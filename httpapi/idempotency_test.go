@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/matryer/is"
@@ -298,4 +299,74 @@ type signallingBody struct {
 func (b *signallingBody) Read(p []byte) (int, error) {
 	b.once.Do(func() { b.reading <- struct{}{} })
 	return b.ReadCloser.Read(p)
+}
+
+// idemServer serves a over a real loopback server; a request with the
+// header X-Test-Byte-Reads has its body read one byte at a time, as a
+// body arrives from a slow network.
+func idemServer(t *testing.T, a *api) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Test-Byte-Reads") != "" {
+			r.Body = io.NopCloser(iotest.OneByteReader(r.Body))
+		}
+		a.h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// send sends one request to srv and returns its status, its
+// Idempotent-Replayed header and its body.
+func send(t *testing.T, srv *httptest.Server, method, path, token, body string, headers ...string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, res.Header.Get("Idempotent-Replayed"), string(b)
+}
+
+// TestIdempotencyRefusedRetryOfASuccess: a request with the method, path,
+// body and key of one that succeeded, refused before its operation runs
+// for what the fingerprint leaves out (its Content-Type), is answered with
+// its refusal (it was a 500: the Store had no results to replay the
+// success into), stores nothing, and the first answer still replays.
+func TestIdempotencyRefusedRetryOfASuccess(t *testing.T) {
+	a, dir, _ := idemAPI(t)
+	srv := idemServer(t, a)
+	for _, rt := range []struct{ method, path, token, body string }{
+		{"POST", "/projects/acme/records/items", a.write, `{"sku":"x"}`}, // stored with its effect
+		{"PATCH", "/projects/acme", a.admin, `{"project_name":"X"}`},     // looked up first
+		{"PATCH", "/projects/acme/records/items", a.write, `{"data":{"qty":7},"where":{"sku":"a"}}`},
+	} {
+		t.Run(rt.method+" "+rt.path, func(t *testing.T) {
+			is := is.New(t)
+			key := "ok-then-refused " + rt.method + " " + rt.path
+			status, _, first := send(t, srv, rt.method, rt.path, rt.token, rt.body, "Idempotency-Key", key)
+			is.True(status < 300)
+			status, replayed, body := send(t, srv, rt.method, rt.path, rt.token, rt.body, "Idempotency-Key", key, "Content-Type", "text/plain")
+			is.Equal(status, 415) // not 500
+			is.True(strings.Contains(body, `"unsupported_media_type"`))
+			is.Equal(replayed, "")
+			status, replayed, again := send(t, srv, rt.method, rt.path, rt.token, rt.body, "Idempotency-Key", key)
+			is.True(status < 300)
+			is.Equal(replayed, "true")
+			is.Equal(again[:strings.Index(again, `"request_id"`)], first[:strings.Index(first, `"request_id"`)])
+		})
+	}
+	is.New(t).Equal(countItems(t, dir), 3) // one row inserted, once
 }
