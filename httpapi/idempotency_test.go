@@ -370,3 +370,32 @@ func TestIdempotencyRefusedRetryOfASuccess(t *testing.T) {
 	}
 	is.New(t).Equal(countItems(t, dir), 3) // one row inserted, once
 }
+
+// TestIdempotencyFingerprintOfABodyPastTheLimit: a body past the limit,
+// refused as soon as its decoder meets an error, has one fingerprint
+// however its bytes arrive (it hashed what the handler happened to read
+// and the limit's worth more, so a retry of the same request read in
+// other pieces was idempotency_key_reused).
+func TestIdempotencyFingerprintOfABodyPastTheLimit(t *testing.T) {
+	a, _, _ := idemAPI(t)
+	a.h = httpapi.New(a.store, &httpapi.Options{MaxBodyBytes: 1024})
+	srv := idemServer(t, a)
+	for _, rt := range []struct{ method, path, body, code string }{
+		{"PATCH", "/projects/acme/records/items/1", `{"qty":x` + strings.Repeat(" ", 5000) + "}", "invalid_json"},
+		{"POST", "/projects/acme/records/items", `{"qty":x` + strings.Repeat(" ", 5000) + "}", "invalid_json"},
+		{"POST", "/projects/acme/records/items", `{"sku":"` + strings.Repeat("s", 5000) + `"}`, "payload_too_large"},
+	} {
+		t.Run(rt.method+" "+rt.code, func(t *testing.T) {
+			is := is.New(t)
+			key := "past-limit-" + rt.method + rt.code
+			status, _, first := send(t, srv, rt.method, rt.path, a.write, rt.body, "Idempotency-Key", key, "X-Test-Byte-Reads", "1")
+			is.True(strings.Contains(first, `"`+rt.code+`"`))
+			for _, headers := range [][]string{{"Idempotency-Key", key}, {"Idempotency-Key", key, "X-Test-Byte-Reads", "1"}} {
+				again, replayed, body := send(t, srv, rt.method, rt.path, a.write, rt.body, headers...)
+				is.Equal(again, status)
+				is.Equal(replayed, "true")
+				is.True(strings.Contains(body, `"`+rt.code+`"`))
+			}
+		})
+	}
+}
