@@ -2,9 +2,12 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -396,6 +399,104 @@ func TestIdempotencyFingerprintOfABodyPastTheLimit(t *testing.T) {
 				is.Equal(replayed, "true")
 				is.True(strings.Contains(body, `"`+rt.code+`"`))
 			}
+		})
+	}
+}
+
+// effects counts what a write leaves in the data folder of idemAPI: change
+// log entries, stored answers, manifests and export files, managed indexes,
+// revoked tokens and tables.
+func effects(t *testing.T, dir string) string {
+	raw := pdtest.Raw(t, dir, "acme")
+	st, _, err := raw.Prepare(`SELECT (SELECT count(*) FROM _pd_changes), (SELECT count(*) FROM _pd_idempotency),
+		(SELECT count(*) FROM _pd_exports), (SELECT count(*) FROM _pd_indexes),
+		(SELECT count(*) FROM _pd_tokens WHERE revoked_at IS NOT NULL), (SELECT count(*) FROM _pd_tables)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if !st.Step() {
+		t.Fatal(st.Err())
+	}
+	files, err := os.ReadDir(filepath.Join(dir, "acme", "exports"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("changes %d answers %d exports %d files %d indexes %d revoked %d tables %d",
+		st.ColumnInt(0), st.ColumnInt(1), st.ColumnInt(2), len(files), st.ColumnInt(3), st.ColumnInt(4), st.ColumnInt(5))
+}
+
+// TestIdempotencyConcurrentDuplicates sends one keyed write several times
+// at once over real connections: one runs, each other is 409
+// idempotency_key_in_flight or the replay of its answer (never a 500), and
+// what is left is what one request leaves.
+func TestIdempotencyConcurrentDuplicates(t *testing.T) {
+	const n = 6
+	routes := []struct {
+		method, path, body string
+		admin              bool
+	}{
+		{"PATCH", "/projects/acme", `{"project_name":"Acme 2"}`, true},
+		{"DELETE", "/projects/acme/auth/tokens/{read}", "", true},
+		{"POST", "/projects/acme/table", `{"table_name":"t2","columns":[{"column_name":"n","column_type":"INTEGER"}]}`, true},
+		{"DELETE", "/projects/acme/table/items", "", true},
+		{"POST", "/projects/acme/column/items", `{"column_name":"note"}`, true},
+		{"POST", "/projects/acme/records/items", `[{"sku":"z"},{"qty":5}]`, false},
+		{"POST", "/projects/acme/records/items", `{"sku":"a"}`, false}, // unique_violation
+		{"DELETE", "/projects/acme/records/items/1", "", false},
+		{"PATCH", "/projects/acme/records/items", `{"data":{"qty":9},"where":{"sku":"a"}}`, false},
+		{"PATCH", "/projects/acme/records/items/1", `{"qty":8}`, false},
+		{"DELETE", "/projects/acme/records/items", `{"where":[{"column":"qty","op":"<","value":5}]}`, false},
+		{"POST", "/projects/acme/indexes/items", `{"columns":["sku","qty"]}`, true},
+		{"POST", "/projects/acme/exports", `{"table":"items","format":"csv"}`, false},
+		{"POST", "/projects/acme/exports", `{"kind":"project_export"}`, true},
+	}
+	for _, rt := range routes {
+		t.Run(rt.method+" "+rt.path+" "+rt.body, func(t *testing.T) {
+			is := is.New(t)
+			once, onceDir, readID := idemAPI(t) // the reference: the request sent once
+			path := strings.Replace(rt.path, "{read}", strconv.FormatInt(readID, 10), 1)
+			token := func(a *api) string {
+				if rt.admin {
+					return a.admin
+				}
+				return a.write
+			}
+			wantStatus, _, wantBody := send(t, idemServer(t, once), rt.method, path, token(once), rt.body, "Idempotency-Key", "dup")
+			want := effects(t, onceDir)
+
+			a, dir, _ := idemAPI(t)
+			srv := idemServer(t, a)
+			type answer struct {
+				status   int
+				replayed string
+				body     string
+			}
+			answers := make(chan answer, n)
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					status, replayed, body := send(t, srv, rt.method, path, token(a), rt.body, "Idempotency-Key", "dup")
+					answers <- answer{status, replayed, body}
+				})
+			}
+			wg.Wait()
+			close(answers)
+			ran := 0
+			for ans := range answers {
+				if ans.status == 409 && strings.Contains(ans.body, `"idempotency_key_in_flight"`) {
+					continue
+				}
+				is.Equal(ans.status, wantStatus) // the answer, first or replayed
+				if ans.replayed == "" {
+					ran++
+				}
+				if wantStatus >= 300 {
+					is.Equal(ans.body[:strings.Index(ans.body, `"request_id"`)], wantBody[:strings.Index(wantBody, `"request_id"`)])
+				}
+			}
+			is.Equal(ran, 1)
+			is.Equal(effects(t, dir), want) // applied once
 		})
 	}
 }
