@@ -180,11 +180,22 @@ func (s *Store) withWrite(ctx context.Context, slug string, call writeCall, fn f
 // leaves out, such as an HTTP request's Content-Type, or found its first
 // call in flight, which has finished since) has results that a refusal
 // cannot carry: then too it returns refusal, and stores nothing.
+//
+// Without an Idempotency.Fingerprint, the fingerprint is the operation and
+// the refusal (its code and message), which stand for the arguments it
+// was not given: another refusal under the key is ErrIdempotencyKeyReused.
 func (s *Store) RefuseIdempotent(ctx context.Context, slug string, op Operation, refusal error) error {
-	if _, ok := IdempotencyFrom(ctx); !ok || !answeredOps[op] {
+	return s.refuseIdempotent(ctx, slug, op, nil, refusal)
+}
+
+// refuseIdempotent is RefuseIdempotent with the arguments of op that are
+// known (an insert's table), fingerprinted with the refusal.
+func (s *Store) refuseIdempotent(ctx context.Context, slug string, op Operation, args []any, refusal error) error {
+	if _, ok := IdempotencyFrom(ctx); !ok || !answeredOps[op] || refusal == nil {
 		return refusal
 	}
-	err := s.withWrite(ctx, slug, writeCall{op: op}, func(context.Context, *project) error { return refusal })
+	call := writeCall{op: op, args: append(args, string(ErrorCode(refusal)), refusal.Error())}
+	err := s.withWrite(ctx, slug, call, func(context.Context, *project) error { return refusal })
 	if errors.Is(err, errSucceededBefore) {
 		return refusal
 	}
