@@ -175,13 +175,36 @@ func (s *Store) withWrite(ctx context.Context, slug string, call writeCall, fn f
 // returned; if a call with the key ran before, its answer is returned
 // instead (replayed, or ErrIdempotencyKeyReused for another fingerprint).
 // Without an Idempotency in ctx, or for an op that stores no answers (a
-// read, token creation), it returns refusal.
+// read, token creation), it returns refusal. A call that succeeded with
+// the same fingerprint (the request was refused for what the fingerprint
+// leaves out, such as an HTTP request's Content-Type, or found its first
+// call in flight, which has finished since) has results that a refusal
+// cannot carry: then too it returns refusal, and stores nothing.
+//
+// Without an Idempotency.Fingerprint, the fingerprint is the operation and
+// the refusal (its code and message), which stand for the arguments it
+// was not given: another refusal under the key is ErrIdempotencyKeyReused.
 func (s *Store) RefuseIdempotent(ctx context.Context, slug string, op Operation, refusal error) error {
-	if _, ok := IdempotencyFrom(ctx); !ok || !answeredOps[op] {
+	return s.refuseIdempotent(ctx, slug, op, nil, refusal)
+}
+
+// refuseIdempotent is RefuseIdempotent with the arguments of op that are
+// known (an insert's table), fingerprinted with the refusal.
+func (s *Store) refuseIdempotent(ctx context.Context, slug string, op Operation, args []any, refusal error) error {
+	if _, ok := IdempotencyFrom(ctx); !ok || !answeredOps[op] || refusal == nil {
 		return refusal
 	}
-	return s.withWrite(ctx, slug, writeCall{op: op}, func(context.Context, *project) error { return refusal })
+	call := writeCall{op: op, args: append(args, string(ErrorCode(refusal)), refusal.Error())}
+	err := s.withWrite(ctx, slug, call, func(context.Context, *project) error { return refusal })
+	if errors.Is(err, errSucceededBefore) {
+		return refusal
+	}
+	return err
 }
+
+// errSucceededBefore is the replay, to a call without results (see
+// RefuseIdempotent), of a stored answer that is a result.
+var errSucceededBefore = errors.New("idempotent call succeeded before")
 
 // answeredOps are the operations whose answers are stored under an
 // idempotency key (see WithIdempotency).
@@ -646,6 +669,9 @@ func (a *storedAnswer) replay(idem Idempotency, fp []byte, call writeCall) error
 			idem.OnReplay()
 		}
 		return &Error{Code: a.code, Message: a.message}
+	}
+	if call.results == nil {
+		return errSucceededBefore
 	}
 	if err := decodeAnswer(a.result, a.compressed, call.results); err != nil {
 		return err

@@ -424,3 +424,37 @@ func TestIdempotencyReplayWhenTheRetryCannotRun(t *testing.T) {
 	is.Equal(res.InsertedIDs, []any{int64(1), int64(2)})
 	is.Equal(countRows(t, dir, "_pd_idempotency"), 2)
 }
+
+// TestIdempotencyRefusedBodyFingerprint: a Go caller's InsertJSON refused
+// for its body is answered under its key with the table and the refusal as
+// its fingerprint: the same call replays the refusal, while another table
+// or another refusal under the key is idempotency_key_reused (every
+// refusal had one fingerprint, so another call's refusal was replayed in
+// its place: invalid_json for a body whose answer is another).
+func TestIdempotencyRefusedBodyFingerprint(t *testing.T) {
+	is := is.New(t)
+	s, _, _ := idemStore(t)
+	kctx, replayed := replays("k")
+	_, err := s.InsertJSON(kctx, "acme", "items", strings.NewReader(`{"sku":`))
+	pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+	_, err = s.InsertJSON(kctx, "acme", "items", strings.NewReader(`{"sku":`))
+	pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+	is.Equal(*replayed, 1)
+	for _, call := range []struct{ table, body string }{
+		{"other", `{"sku":`},   // another table
+		{"items", `[1, 2]`},    // another refusal
+		{"items", `{"sku":1}`}, // a body that is not refused
+	} {
+		_, err = s.InsertJSON(kctx, "acme", call.table, strings.NewReader(call.body))
+		pdtest.Code(t, err, projectdata.ErrIdempotencyKeyReused)
+	}
+	is.Equal(*replayed, 1)
+
+	// RefuseIdempotent alone: the refusal is the fingerprint.
+	rctx := projectdata.WithIdempotencyKey(ctx, "r")
+	refusal := &projectdata.Error{Code: projectdata.ErrInvalidRequest, Message: "no"}
+	err = s.RefuseIdempotent(rctx, "acme", projectdata.OpUpdateRecords, refusal)
+	is.Equal(err.Error(), "no")
+	err = s.RefuseIdempotent(rctx, "acme", projectdata.OpUpdateRecords, &projectdata.Error{Code: projectdata.ErrInvalidJSON, Message: "bad"})
+	pdtest.Code(t, err, projectdata.ErrIdempotencyKeyReused)
+}

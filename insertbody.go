@@ -340,7 +340,7 @@ func (s *Store) InsertJSON(ctx context.Context, slug, table string, r io.Reader)
 		defer ib.release()
 	}
 	if err != nil {
-		return InsertResult{}, s.RefuseIdempotent(ctx, slug, OpInsertRecords, jsonError(err))
+		return InsertResult{}, s.refuseIdempotent(ctx, slug, OpInsertRecords, []any{table}, jsonError(err))
 	}
 	return s.insert(ctx, slug, table, ib.rowCount(), ib, func(t *tableInfo) (*insertPlan, error) {
 		return planBody(t, ib)

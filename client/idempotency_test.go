@@ -7,12 +7,16 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
 
 	pd "github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/client"
+	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/internal/pdtest"
 )
 
 // TestCallerIdempotencyKey: a key on ctx (projectdata.WithIdempotency) is
@@ -186,4 +190,37 @@ func TestOwnKeysGrowWithTime(t *testing.T) {
 			t.Fatalf("key %d %s does not sort after key %d %s", i, keys[i], i-1, keys[i-1])
 		}
 	}
+}
+
+// TestWriteRetriedAfterATimeoutAppliesOnce: a write whose first attempt the
+// server applied but answered after the client's timeout (its
+// http.Client.Timeout) is sent again under its key and answered with the
+// first attempt's result, applied once.
+func TestWriteRetriedAfterATimeoutAppliesOnce(t *testing.T) {
+	is := is.New(t)
+	s, admin := pdtest.NewProject(t, nil)
+	h := httpapi.New(s, nil)
+	var attempts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/projects/acme/records/t" && attempts.Add(1) == 1 {
+			h.ServeHTTP(httptest.NewRecorder(), r) // applied...
+			<-r.Context().Done()                   // ...but answered too late: the client gave up
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c := client.New(srv.URL, admin, &client.Options{HTTPClient: &http.Client{Timeout: 2 * time.Second}})
+	_, _, err := c.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}})
+	is.NoErr(err)
+	replays := 0
+	kctx := pd.WithIdempotency(ctx, pd.Idempotency{Key: "timeout", OnReplay: func() { replays++ }})
+	res, err := c.Insert(kctx, "acme", "t", []pd.Row{{"v": "once"}})
+	is.NoErr(err)
+	is.Equal(res.InsertedIDs, []any{int64(1)}) // the first attempt's row
+	is.Equal(replays, 1)                       // the answer was the stored one
+	is.True(attempts.Load() >= 2)
+	list, err := c.ListRecords(ctx, "acme", "t", pd.ListOptions{})
+	is.NoErr(err)
+	is.Equal(len(list.Rows), 1) // applied once
 }

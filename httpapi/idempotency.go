@@ -47,6 +47,7 @@ type idempotentRequest struct {
 	sum           hash.Hash
 	w             http.ResponseWriter
 	maxBody       int64
+	read          int64     // the bytes read so far, hashed
 	fingerprinted bool      // the Store took the fingerprint: the operation ran, or was answered
 	scratch       [128]byte // the fingerprint's prefix, the first read of what is left, the sum
 }
@@ -54,15 +55,22 @@ type idempotentRequest struct {
 func (ir *idempotentRequest) Read(p []byte) (int, error) {
 	n, err := ir.ReadCloser.Read(p)
 	ir.sum.Write(p[:n])
+	ir.read += int64(n)
 	return n, err
 }
 
-// fingerprint hashes what the handler left unread too, within the body
-// limit, and returns the sum. Mostly nothing is left: one Read ends it.
+// fingerprint hashes what the handler left unread too, up to the body
+// limit and one byte, and returns the sum. Mostly nothing is left: one
+// Read ends it. The bytes hashed are the whole body, or the first
+// maxBody+1 bytes of a body past the limit, however many the handler read
+// before it refused the body (which depends on how its bytes arrived): the
+// same request has the same fingerprint.
 func (ir *idempotentRequest) fingerprint() []byte {
 	ir.fingerprinted = true
-	if n, err := ir.Read(ir.scratch[:]); err == nil {
-		io.CopyN(io.Discard, ir, ir.maxBody+1-int64(n))
+	if rest := ir.maxBody + 1 - ir.read; rest > 0 {
+		if _, err := ir.Read(ir.scratch[:min(rest, int64(len(ir.scratch)))]); err == nil && ir.read <= ir.maxBody {
+			io.CopyN(io.Discard, ir, ir.maxBody+1-ir.read)
+		}
 	}
 	return ir.sum.Sum(ir.scratch[:0])
 }

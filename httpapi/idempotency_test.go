@@ -2,13 +2,18 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/matryer/is"
@@ -349,4 +354,236 @@ func TestIdempotencyConcurrentRetriesOnTwoStores(t *testing.T) {
 	if n := countItems(t, dir); n != 2 { // a and b, less 2, plus n
 		t.Errorf("%d items, want 2", n)
 	}
+}
+
+// idemServer serves a over a real loopback server; a request with the
+// header X-Test-Byte-Reads has its body read one byte at a time, as a
+// body arrives from a slow network.
+func idemServer(t *testing.T, a *api) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Test-Byte-Reads") != "" {
+			r.Body = io.NopCloser(iotest.OneByteReader(r.Body))
+		}
+		a.h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// send sends one request to srv and returns its status, its
+// Idempotent-Replayed header and its body.
+func send(t *testing.T, srv *httptest.Server, method, path, token, body string, headers ...string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, res.Header.Get("Idempotent-Replayed"), string(b)
+}
+
+// TestIdempotencyRefusedRetryOfASuccess: a request with the method, path,
+// body and key of one that succeeded, refused before its operation runs
+// for what the fingerprint leaves out (its Content-Type), is answered with
+// its refusal (it was a 500: the Store had no results to replay the
+// success into), stores nothing, and the first answer still replays.
+func TestIdempotencyRefusedRetryOfASuccess(t *testing.T) {
+	a, dir, _ := idemAPI(t)
+	srv := idemServer(t, a)
+	for _, rt := range []struct{ method, path, token, body string }{
+		{"POST", "/projects/acme/records/items", a.write, `{"sku":"x"}`}, // stored with its effect
+		{"PATCH", "/projects/acme", a.admin, `{"project_name":"X"}`},     // looked up first
+		{"PATCH", "/projects/acme/records/items", a.write, `{"data":{"qty":7},"where":{"sku":"a"}}`},
+	} {
+		t.Run(rt.method+" "+rt.path, func(t *testing.T) {
+			is := is.New(t)
+			key := "ok-then-refused " + rt.method + " " + rt.path
+			status, _, first := send(t, srv, rt.method, rt.path, rt.token, rt.body, "Idempotency-Key", key)
+			is.True(status < 300)
+			status, replayed, body := send(t, srv, rt.method, rt.path, rt.token, rt.body, "Idempotency-Key", key, "Content-Type", "text/plain")
+			is.Equal(status, 415) // not 500
+			is.True(strings.Contains(body, `"unsupported_media_type"`))
+			is.Equal(replayed, "")
+			status, replayed, again := send(t, srv, rt.method, rt.path, rt.token, rt.body, "Idempotency-Key", key)
+			is.True(status < 300)
+			is.Equal(replayed, "true")
+			is.Equal(again[:strings.Index(again, `"request_id"`)], first[:strings.Index(first, `"request_id"`)])
+		})
+	}
+	is.New(t).Equal(countItems(t, dir), 3) // one row inserted, once
+}
+
+// TestIdempotencyFingerprintOfABodyPastTheLimit: a body past the limit,
+// refused as soon as its decoder meets an error, has one fingerprint
+// however its bytes arrive (it hashed what the handler happened to read
+// and the limit's worth more, so a retry of the same request read in
+// other pieces was idempotency_key_reused).
+func TestIdempotencyFingerprintOfABodyPastTheLimit(t *testing.T) {
+	a, _, _ := idemAPI(t)
+	a.h = httpapi.New(a.store, &httpapi.Options{MaxBodyBytes: 1024})
+	srv := idemServer(t, a)
+	for _, rt := range []struct{ method, path, body, code string }{
+		{"PATCH", "/projects/acme/records/items/1", `{"qty":x` + strings.Repeat(" ", 5000) + "}", "invalid_json"},
+		{"POST", "/projects/acme/records/items", `{"qty":x` + strings.Repeat(" ", 5000) + "}", "invalid_json"},
+		{"POST", "/projects/acme/records/items", `{"sku":"` + strings.Repeat("s", 5000) + `"}`, "payload_too_large"},
+	} {
+		t.Run(rt.method+" "+rt.code, func(t *testing.T) {
+			is := is.New(t)
+			key := "past-limit-" + rt.method + rt.code
+			status, _, first := send(t, srv, rt.method, rt.path, a.write, rt.body, "Idempotency-Key", key, "X-Test-Byte-Reads", "1")
+			is.True(strings.Contains(first, `"`+rt.code+`"`))
+			for _, headers := range [][]string{{"Idempotency-Key", key}, {"Idempotency-Key", key, "X-Test-Byte-Reads", "1"}} {
+				again, replayed, body := send(t, srv, rt.method, rt.path, a.write, rt.body, headers...)
+				is.Equal(again, status)
+				is.Equal(replayed, "true")
+				is.True(strings.Contains(body, `"`+rt.code+`"`))
+			}
+		})
+	}
+}
+
+// effects counts what a write leaves in the data folder of idemAPI: change
+// log entries, stored answers, manifests and export files, managed indexes,
+// revoked tokens and tables.
+func effects(t *testing.T, dir string) string {
+	raw := pdtest.Raw(t, dir, "acme")
+	st, _, err := raw.Prepare(`SELECT (SELECT count(*) FROM _pd_changes), (SELECT count(*) FROM _pd_idempotency),
+		(SELECT count(*) FROM _pd_exports), (SELECT count(*) FROM _pd_indexes),
+		(SELECT count(*) FROM _pd_tokens WHERE revoked_at IS NOT NULL), (SELECT count(*) FROM _pd_tables)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if !st.Step() {
+		t.Fatal(st.Err())
+	}
+	files, err := os.ReadDir(filepath.Join(dir, "acme", "exports"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("changes %d answers %d exports %d files %d indexes %d revoked %d tables %d",
+		st.ColumnInt(0), st.ColumnInt(1), st.ColumnInt(2), len(files), st.ColumnInt(3), st.ColumnInt(4), st.ColumnInt(5))
+}
+
+// TestIdempotencyConcurrentDuplicates sends one keyed write several times
+// at once over real connections: one runs, each other is 409
+// idempotency_key_in_flight or the replay of its answer (never a 500), and
+// what is left is what one request leaves.
+func TestIdempotencyConcurrentDuplicates(t *testing.T) {
+	const n = 6
+	routes := []struct {
+		method, path, body string
+		admin              bool
+	}{
+		{"PATCH", "/projects/acme", `{"project_name":"Acme 2"}`, true},
+		{"DELETE", "/projects/acme/auth/tokens/{read}", "", true},
+		{"POST", "/projects/acme/table", `{"table_name":"t2","columns":[{"column_name":"n","column_type":"INTEGER"}]}`, true},
+		{"DELETE", "/projects/acme/table/items", "", true},
+		{"POST", "/projects/acme/column/items", `{"column_name":"note"}`, true},
+		{"POST", "/projects/acme/records/items", `[{"sku":"z"},{"qty":5}]`, false},
+		{"POST", "/projects/acme/records/items", `{"sku":"a"}`, false}, // unique_violation
+		{"DELETE", "/projects/acme/records/items/1", "", false},
+		{"PATCH", "/projects/acme/records/items", `{"data":{"qty":9},"where":{"sku":"a"}}`, false},
+		{"PATCH", "/projects/acme/records/items/1", `{"qty":8}`, false},
+		{"DELETE", "/projects/acme/records/items", `{"where":[{"column":"qty","op":"<","value":5}]}`, false},
+		{"POST", "/projects/acme/indexes/items", `{"columns":["sku","qty"]}`, true},
+		{"POST", "/projects/acme/exports", `{"table":"items","format":"csv"}`, false},
+		{"POST", "/projects/acme/exports", `{"kind":"project_export"}`, true},
+	}
+	for _, rt := range routes {
+		t.Run(rt.method+" "+rt.path+" "+rt.body, func(t *testing.T) {
+			is := is.New(t)
+			once, onceDir, readID := idemAPI(t) // the reference: the request sent once
+			path := strings.Replace(rt.path, "{read}", strconv.FormatInt(readID, 10), 1)
+			token := func(a *api) string {
+				if rt.admin {
+					return a.admin
+				}
+				return a.write
+			}
+			wantStatus, _, wantBody := send(t, idemServer(t, once), rt.method, path, token(once), rt.body, "Idempotency-Key", "dup")
+			want := effects(t, onceDir)
+
+			a, dir, _ := idemAPI(t)
+			srv := idemServer(t, a)
+			type answer struct {
+				status   int
+				replayed string
+				body     string
+			}
+			answers := make(chan answer, n)
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					status, replayed, body := send(t, srv, rt.method, path, token(a), rt.body, "Idempotency-Key", "dup")
+					answers <- answer{status, replayed, body}
+				})
+			}
+			wg.Wait()
+			close(answers)
+			ran := 0
+			for ans := range answers {
+				if ans.status == 409 && strings.Contains(ans.body, `"idempotency_key_in_flight"`) {
+					continue
+				}
+				is.Equal(ans.status, wantStatus) // the answer, first or replayed
+				if ans.replayed == "" {
+					ran++
+				}
+				if wantStatus >= 300 {
+					is.Equal(ans.body[:strings.Index(ans.body, `"request_id"`)], wantBody[:strings.Index(wantBody, `"request_id"`)])
+				}
+			}
+			is.Equal(ran, 1)
+			is.Equal(effects(t, dir), want) // applied once
+		})
+	}
+}
+
+// TestIdempotencyCutBodyStoresNothing: a keyed write whose client goes
+// away in the middle of its body leaves no answer under the key, so its
+// retry with the whole body runs (rather than idempotency_key_reused, the
+// fingerprint of a partial body).
+func TestIdempotencyCutBodyStoresNothing(t *testing.T) {
+	is := is.New(t)
+	a, dir, _ := idemAPI(t)
+	srv := idemServer(t, a)
+	for _, rt := range []struct{ method, path, token, body string }{
+		{"POST", "/projects/acme/records/items", a.write, `[{"sku":"cut"},{"qty":5}]`},
+		{"PATCH", "/projects/acme/records/items/1", a.write, `{"qty":77}`},
+		{"PATCH", "/projects/acme", a.admin, `{"project_name":"Cut"}`},
+	} {
+		key := "cut " + rt.path
+		conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		is.NoErr(err)
+		_, err = fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nIdempotency-Key: %s\r\nContent-Length: %d\r\n\r\n%s",
+			rt.method, rt.path, rt.token, key, len(rt.body), rt.body[:len(rt.body)-3])
+		is.NoErr(err)
+		conn.Close()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			status, replayed, _ := send(t, srv, rt.method, rt.path, rt.token, rt.body, "Idempotency-Key", key)
+			if status == 409 && time.Now().Before(deadline) { // the cut request is still being answered
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			is.True(status == 200 || status == 201) // it ran
+			is.Equal(replayed, "")
+			break
+		}
+	}
+	is.Equal(countItems(t, dir), 4)
 }
