@@ -128,7 +128,7 @@ func (ib *insertBody) release() {
 
 // insertBody reads an insert body (see rows for its shape and limits).
 func (js *jsonStream) insertBody(maxRows int) (*insertBody, error) {
-	tok, err := js.token()
+	tok, err := js.insertStart()
 	if err != nil {
 		return nil, err
 	}

@@ -574,10 +574,21 @@ func (js *jsonStream) rowObject(what string) (Row, error) {
 	return js.row(what)
 }
 
+// insertStart reads the first token of an insert body. A body with none
+// (empty, or white space: an HTTP request whose rows were left out) is
+// ErrInvalidRequest, the same however its bytes came (with a length or
+// chunked), so that an idempotent answer stored for it is the one given.
+func (js *jsonStream) insertStart() (json.Token, error) {
+	if _, err := js.peek(); err == io.EOF {
+		return nil, errorf(ErrInvalidRequest, "send a row object or an array of row objects")
+	}
+	return js.token()
+}
+
 // rows reads an insert body: one row object, or an array of at most
 // maxRows row objects, refused at row maxRows+1.
 func (js *jsonStream) rows(maxRows int) ([]Row, error) {
-	tok, err := js.token()
+	tok, err := js.insertStart()
 	if err != nil {
 		return nil, err
 	}

@@ -416,7 +416,8 @@ func TestDecodeRows(t *testing.T) {
 	for body, code := range map[string]projectdata.Code{
 		`{`:          projectdata.ErrInvalidJSON,
 		`{} {}`:      projectdata.ErrInvalidJSON,
-		``:           projectdata.ErrInvalidJSON,
+		``:           projectdata.ErrInvalidRequest, // no rows at all
+		" \n":        projectdata.ErrInvalidRequest,
 		`5`:          projectdata.ErrInvalidRequest,
 		`null`:       projectdata.ErrInvalidRequest,
 		`[{}, 1]`:    projectdata.ErrInvalidRequest,

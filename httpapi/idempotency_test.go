@@ -587,3 +587,32 @@ func TestIdempotencyCutBodyStoresNothing(t *testing.T) {
 	}
 	is.Equal(countItems(t, dir), 4)
 }
+
+// TestIdempotencyOfAnInsertWithoutRows: an insert with an empty body, sent
+// with a length of zero or chunked, is invalid_request, and so is its
+// replay.
+func TestIdempotencyOfAnInsertWithoutRows(t *testing.T) {
+	for _, chunked := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Length", true: "Chunked"}[chunked], func(t *testing.T) {
+			is := is.New(t)
+			a, _, _ := idemAPI(t)
+			send := func() *httptest.ResponseRecorder {
+				req := httptest.NewRequest("POST", "/projects/acme/records/items", nil)
+				if chunked {
+					req.Body, req.ContentLength = io.NopCloser(strings.NewReader("")), -1
+				}
+				req.Header.Set("Authorization", "Bearer "+a.write)
+				req.Header.Set("Idempotency-Key", "empty-1")
+				rec := httptest.NewRecorder()
+				a.h.ServeHTTP(rec, req)
+				return rec
+			}
+			for _, replayed := range []string{"", "true"} {
+				rec := send()
+				is.Equal(rec.Code, 400)
+				is.True(strings.Contains(rec.Body.String(), `"code":"invalid_request"`)) // the first answer and its replay
+				is.Equal(rec.Header().Get("Idempotent-Replayed"), replayed)
+			}
+		})
+	}
+}

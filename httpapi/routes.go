@@ -236,9 +236,6 @@ func (h *Handler) insertRecords(r *http.Request, ps httprouter.Params) (int, any
 		return 0, nil, err
 	}
 	res, err := h.store.InsertJSON(r.Context(), ps.ByName("project"), ps.ByName("table"), body)
-	if pd.ErrorCode(err) == pd.ErrInvalidJSON && r.ContentLength == 0 {
-		err = errorf(pd.ErrInvalidRequest, "send a row object or an array of row objects")
-	}
 	if err != nil {
 		return 0, nil, err
 	}
