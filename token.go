@@ -388,6 +388,47 @@ func (s *Store) Authenticate(ctx context.Context, slug, secret string) (Caller, 
 	return caller, err
 }
 
+// recheckCaller checks again that the token of the caller in ctx, if any,
+// is still valid: neither revoked nor expired since it was authenticated.
+// Long operations (following the change log) call it as they go, so a
+// revocation or expiry ends them as it refuses new requests: at once for
+// a revocation by this Store, within tokenRecheck for one by another. A
+// caller with no token id (made by the application, not by Authenticate)
+// is not checked.
+//
+// Errors: ErrInvalidToken.
+func (p *project) recheckCaller(ctx context.Context) error {
+	c, ok := CallerFrom(ctx)
+	if !ok || c.TokenID == 0 {
+		return nil
+	}
+	now := p.store.now()
+	tok, cached, gen := p.tokens.lookupID(c.TokenID, now)
+	if !cached {
+		var found bool
+		err := p.readPoint(ctx, func(cn *conn) (err error) {
+			found, err = cn.queryRow(`SELECT `+tokenColumns+` FROM _pd_tokens WHERE id = ?`, []any{c.TokenID}, func(st *sqlite3.Stmt) error {
+				tok = scanToken(st)
+				return nil
+			})
+			return err
+		})
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			return errorf(ErrInvalidToken, "the token is no longer valid for project %q", p.slug)
+		case tok.RevokedAt != nil:
+			return errorf(ErrInvalidToken, "the token has been revoked")
+		}
+		p.tokens.rememberID(tok, now, gen)
+	}
+	if tok.ExpiresAt != nil && !tok.ExpiresAt.After(now) {
+		return errorf(ErrInvalidToken, "the token has expired")
+	}
+	return nil
+}
+
 // readToken reads the token whose secret has the SHA-256 hash, on the
 // point-read connection (see readPoint); unknown and revoked tokens are
 // ErrInvalidToken.
