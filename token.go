@@ -252,10 +252,12 @@ func (s *Store) insertToken(c *conn, req NewToken) (CreatedToken, error) {
 	now := s.now()
 	var expires *Timestamp
 	if req.ExpiresAt != nil {
-		if !req.ExpiresAt.After(now) {
+		// Compared as it is kept, to the millisecond: a token is never
+		// created expired.
+		expires = &Timestamp{req.ExpiresAt.UTC().Truncate(time.Millisecond)}
+		if !expires.After(now) {
 			return CreatedToken{}, errorf(ErrInvalidExpiresAt, "expires_at must be in the future")
 		}
-		expires = &Timestamp{req.ExpiresAt.UTC().Truncate(time.Millisecond)}
 	}
 	secret, err := newSecret()
 	if err != nil {
