@@ -53,17 +53,32 @@ func tryEnter(sem chan struct{}) bool {
 	}
 }
 
-// tryWrite runs fn as write does if the writer is free now, and reports
-// whether it ran: for work that is skipped rather than waited for.
+// tryWrite runs fn as write does if the writer is free now, and the
+// database's write lock too, and reports whether it ran: for work that is
+// skipped rather than waited for. It waits neither for this Store's writes
+// nor, through the busy timeout, for another connection's (another process
+// on the folder).
 func (p *project) tryWrite(ctx context.Context, fn func(c *conn) error) (bool, error) {
 	if !tryEnter(p.wsem) {
 		return false, nil
 	}
 	defer func() { <-p.wsem }()
+	w := p.writer
+	if err := w.db.BusyTimeout(0); err != nil {
+		return false, err
+	}
 	r := &writeRequest{ctx: ctx, fn: fn, alone: true, done: make(chan struct{})}
 	p.runAlone(r)
+	if !w.trapped {
+		if err := w.db.BusyTimeout(p.store.opts.BusyTimeout); err != nil && r.err == nil {
+			r.err = err
+		}
+	}
 	if r.panicked != nil {
 		panic(r.panicked)
+	}
+	if ErrorCode(r.err) == ErrServerBusy { // another connection holds the lock
+		return false, nil
 	}
 	return true, r.err
 }

@@ -283,3 +283,31 @@ func TestStoreEnforcesCallerRole(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestAuthenticationDoesNotWaitForAnotherProcesssLock: while another
+// connection (another process on the folder, the server's CLI) holds the
+// project's write lock, a token's first use in a minute is answered at
+// once: recording last_used_at is skipped, not waited for through the
+// busy timeout.
+func TestAuthenticationDoesNotWaitForAnotherProcesssLock(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.Open(t, &projectdata.Options{BusyTimeout: 10 * time.Minute})
+	_, _, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	tok, err := s.CreateToken(ctx, "acme", projectdata.NewToken{}) // the project is open
+	is.NoErr(err)
+	raw := pdtest.Raw(t, dir, "acme")
+	pdtest.Exec(t, raw, `BEGIN IMMEDIATE`)
+	defer raw.Exec(`ROLLBACK`)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Authenticate(ctx, "acme", tok.Token)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		is.NoErr(err)
+	case <-time.After(time.Minute): // far less than the busy timeout
+		t.Fatal("authentication waits for another connection's write lock")
+	}
+}
