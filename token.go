@@ -258,6 +258,9 @@ func (s *Store) insertToken(c *conn, req NewToken) (CreatedToken, error) {
 		if !expires.After(now) {
 			return CreatedToken{}, errorf(ErrInvalidExpiresAt, "expires_at must be in the future")
 		}
+		if expires.Year() > 9999 { // no RFC 3339 timestamp: it could not be read back
+			return CreatedToken{}, errorf(ErrInvalidExpiresAt, "expires_at must be before the year 10000")
+		}
 	}
 	secret, err := newSecret()
 	if err != nil {
