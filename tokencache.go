@@ -28,8 +28,9 @@ type tokenCache struct {
 
 // cachedToken is a token as read from the database, and when.
 type cachedToken struct {
-	tok    Token
-	readAt time.Time // the Store's clock
+	tok        Token
+	readAt     time.Time // the Store's clock
+	readAtMono time.Time // the wall clock with its monotonic reading
 }
 
 // lookup returns the cached token for the hash unless it is missing or
@@ -57,9 +58,10 @@ func (tc *tokenCache) lookupID(id int64, now time.Time) (Token, bool, uint64) {
 }
 
 // fresh reports whether the token was read less than tokenRecheck before
-// now (and not after it).
+// now (and not after it) by the Store's clock, and by the real one: a
+// Store whose clock stands still or runs slow does not trust it longer.
 func (e cachedToken) fresh(now time.Time) bool {
-	return !now.Before(e.readAt) && now.Sub(e.readAt) < tokenRecheck
+	return !now.Before(e.readAt) && now.Sub(e.readAt) < tokenRecheck && time.Since(e.readAtMono) < tokenRecheck
 }
 
 // remember caches a valid token read from the database at now, unless the
@@ -74,7 +76,7 @@ func (tc *tokenCache) remember(hash [32]byte, tok Token, now time.Time, gen uint
 	if tc.byHash == nil || len(tc.byHash) >= maxCachedTokens {
 		tc.byHash = make(map[[32]byte]cachedToken)
 	}
-	tc.byHash[hash] = cachedToken{tok: tok, readAt: now}
+	tc.byHash[hash] = cachedToken{tok: tok, readAt: now, readAtMono: time.Now()}
 	tc.rememberIDLocked(tok, now)
 }
 
@@ -92,7 +94,7 @@ func (tc *tokenCache) rememberIDLocked(tok Token, now time.Time) {
 	if tc.byID == nil || len(tc.byID) >= maxCachedTokens {
 		tc.byID = make(map[int64]cachedToken)
 	}
-	tc.byID[tok.ID] = cachedToken{tok: tok, readAt: now}
+	tc.byID[tok.ID] = cachedToken{tok: tok, readAt: now, readAtMono: time.Now()}
 }
 
 // forget empties the cache: every token is read from the database again.
