@@ -262,7 +262,9 @@ func (s *Store) Changes(ctx context.Context, slug string, after int64) iter.Seq2
 // until ctx ends (then it stops without an error). An error ends the
 // iteration: ErrChangesExpired when the iteration is, or falls, further
 // behind than Options.ChangeRetention; ErrStoreClosed when the Store
-// closes; the errors of ListChanges. Resume with the id of the last change
+// closes; ErrInvalidToken when the token of the caller in ctx is revoked
+// or expires meanwhile (checked before each batch of changes and every
+// second); the errors of ListChanges. Resume with the id of the last change
 // received. q.Limit is ignored.
 //
 // A change's Row is shared by every follower of the project: do not
@@ -277,6 +279,21 @@ func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) i
 		if err := s.withProject(ctx, slug, OpListChanges, func(*project) error { return nil }); err != nil {
 			yield(Change{}, err)
 			return
+		}
+		// A follower outlives its token's check: the token is checked
+		// again before each batch, and every tokenRecheck while idle.
+		var recheck <-chan time.Time
+		if c, ok := CallerFrom(ctx); ok && c.TokenID != 0 {
+			t := time.NewTicker(tokenRecheck)
+			defer t.Stop()
+			recheck = t.C
+		}
+		tokenValid := func() bool {
+			err := s.withProject(ctx, slug, "", func(p *project) error { return p.recheckCaller(ctx) })
+			if err != nil && ctx.Err() == nil {
+				yield(Change{}, err)
+			}
+			return err == nil
 		}
 		f := s.feeds.follow(slug)
 		defer s.feeds.leave(f)
@@ -293,6 +310,9 @@ func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) i
 				}
 				caughtUp = true
 				changes, q.After = page.Changes, page.NextAfter
+				if len(changes) > 0 && recheck != nil && !tokenValid() {
+					return
+				}
 				for _, c := range changes {
 					if !yield(c, nil) {
 						return
@@ -302,6 +322,9 @@ func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) i
 					continue
 				}
 			} else if len(changes) > 0 {
+				if recheck != nil && !tokenValid() {
+					return
+				}
 				for _, c := range changes {
 					q.After = c.ID
 					if q.selects(c.Table) && !yield(c, nil) {
@@ -312,6 +335,10 @@ func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) i
 			}
 			select {
 			case <-wake:
+			case <-recheck:
+				if !tokenValid() {
+					return
+				}
 			case <-ctx.Done():
 				return
 			case <-s.feeds.done:

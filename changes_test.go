@@ -384,6 +384,66 @@ func TestFollowChanges(t *testing.T) {
 		is.NoErr(s.Close())
 		pdtest.Code(t, <-ended, projectdata.ErrStoreClosed)
 	})
+	t.Run("RevokedTokenEndsItsFollowers", func(t *testing.T) {
+		is := is.New(t)
+		s, dir := pdtest.Open(t, nil)
+		_, _, err := s.CreateProject(ctx, "acme", "")
+		is.NoErr(err)
+		seedItems(t, s, 0)
+		follow := func(s *projectdata.Store) (int64, <-chan error) {
+			cctx := pdtest.As(t, s, projectdata.RoleRead)
+			c, _ := projectdata.CallerFrom(cctx)
+			cctx, cancel := context.WithTimeout(cctx, time.Minute)
+			t.Cleanup(cancel)
+			last, err := s.LastChangeID(cctx, "acme")
+			is.NoErr(err)
+			ended := make(chan error, 1)
+			go func() {
+				for ch, err := range s.FollowChanges(cctx, "acme", projectdata.ChangeQuery{After: last}) {
+					if err == nil {
+						err = fmt.Errorf("change %d (%v) reached a revoked token", ch.ID, ch.Row)
+					}
+					ended <- err
+					return
+				}
+				ended <- fmt.Errorf("the follower ended without an error")
+			}()
+			return c.TokenID, ended
+		}
+		// By this Store: the next change is not delivered.
+		id, ended := follow(s)
+		_, err = s.RevokeToken(ctx, "acme", id)
+		is.NoErr(err)
+		insertItems(t, s, 0, 1)
+		pdtest.Code(t, <-ended, projectdata.ErrInvalidToken)
+		// By another Store on the folder: an idle follower ends too.
+		id, ended = follow(s)
+		other, err := projectdata.Open(dir, nil)
+		is.NoErr(err)
+		defer other.Close()
+		_, err = other.RevokeToken(ctx, "acme", id)
+		is.NoErr(err)
+		pdtest.Code(t, <-ended, projectdata.ErrInvalidToken)
+	})
+	t.Run("ExpiredTokenEndsItsFollowers", func(t *testing.T) {
+		is := is.New(t)
+		clock := pdtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		s, _ := pdtest.NewProject(t, &projectdata.Options{Now: clock.Now})
+		exp := clock.Now().Add(time.Hour)
+		tok, err := s.CreateToken(ctx, "acme", projectdata.NewToken{Role: projectdata.RoleRead, ExpiresAt: &exp})
+		is.NoErr(err)
+		c, err := s.Authenticate(ctx, "acme", tok.Token)
+		is.NoErr(err)
+		cctx, cancel := context.WithTimeout(projectdata.WithCaller(ctx, c), time.Minute)
+		defer cancel()
+		clock.Advance(time.Hour)
+		var got error
+		for _, err := range s.FollowChanges(cctx, "acme", projectdata.ChangeQuery{}) {
+			got = err
+			break
+		}
+		pdtest.Code(t, got, projectdata.ErrInvalidToken) // not the minute's timeout
+	})
 	t.Run("ReadRoleMayFollow", func(t *testing.T) {
 		s, _ := pdtest.NewProject(t, nil)
 		ctx := pdtest.As(t, s, projectdata.RoleRead)

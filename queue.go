@@ -53,11 +53,11 @@ func tryEnter(sem chan struct{}) bool {
 	}
 }
 
-// tryWrite runs fn as write does if the writer is free now, and reports
-// whether it ran: for work that is skipped rather than waited for. Nor does
-// it wait for the database's write lock when another connection (another
-// Store on the folder, another program) holds it: it fails at once with
-// ErrServerBusy then, where a write waits up to Options.BusyTimeout.
+// tryWrite runs fn as write does if the writer is free now, and the
+// database's write lock too, and reports whether it ran: for work that is
+// skipped rather than waited for. It waits neither for this Store's writes
+// nor, through the busy timeout, for another connection's (another process
+// on the folder).
 func (p *project) tryWrite(ctx context.Context, fn func(c *conn) error) (bool, error) {
 	if !tryEnter(p.wsem) {
 		return false, nil
@@ -66,14 +66,22 @@ func (p *project) tryWrite(ctx context.Context, fn func(c *conn) error) (bool, e
 	if p.faulted.Load() { // the writer's instance is gone (see writerTrapped)
 		return false, nil
 	}
-	if err := p.writer.db.BusyTimeout(0); err != nil {
+	w := p.writer
+	if err := w.db.BusyTimeout(0); err != nil {
 		return false, err
 	}
-	defer p.writer.db.BusyTimeout(p.store.opts.BusyTimeout)
 	r := &writeRequest{ctx: ctx, fn: fn, alone: true, done: make(chan struct{})}
 	p.runAlone(r)
+	if !w.trapped {
+		if err := w.db.BusyTimeout(p.store.opts.BusyTimeout); err != nil && r.err == nil {
+			r.err = err
+		}
+	}
 	if r.panicked != nil {
 		panic(r.panicked)
+	}
+	if ErrorCode(r.err) == ErrServerBusy { // another connection holds the lock
+		return false, nil
 	}
 	return true, r.err
 }

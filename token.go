@@ -252,10 +252,15 @@ func (s *Store) insertToken(c *conn, req NewToken) (CreatedToken, error) {
 	now := s.now()
 	var expires *Timestamp
 	if req.ExpiresAt != nil {
-		if !req.ExpiresAt.After(now) {
+		// Compared as it is kept, to the millisecond: a token is never
+		// created expired.
+		expires = &Timestamp{req.ExpiresAt.UTC().Truncate(time.Millisecond)}
+		if !expires.After(now) {
 			return CreatedToken{}, errorf(ErrInvalidExpiresAt, "expires_at must be in the future")
 		}
-		expires = &Timestamp{req.ExpiresAt.UTC().Truncate(time.Millisecond)}
+		if expires.Year() > 9999 { // no RFC 3339 timestamp: it could not be read back
+			return CreatedToken{}, errorf(ErrInvalidExpiresAt, "expires_at must be before the year 10000")
+		}
 	}
 	secret, err := newSecret()
 	if err != nil {
@@ -386,6 +391,47 @@ func (s *Store) Authenticate(ctx context.Context, slug, secret string) (Caller, 
 		return nil
 	})
 	return caller, err
+}
+
+// recheckCaller checks again that the token of the caller in ctx, if any,
+// is still valid: neither revoked nor expired since it was authenticated.
+// Long operations (following the change log) call it as they go, so a
+// revocation or expiry ends them as it refuses new requests: at once for
+// a revocation by this Store, within tokenRecheck for one by another. A
+// caller with no token id (made by the application, not by Authenticate)
+// is not checked.
+//
+// Errors: ErrInvalidToken.
+func (p *project) recheckCaller(ctx context.Context) error {
+	c, ok := CallerFrom(ctx)
+	if !ok || c.TokenID == 0 {
+		return nil
+	}
+	now := p.store.now()
+	tok, cached, gen := p.tokens.lookupID(c.TokenID, now)
+	if !cached {
+		var found bool
+		err := p.readPoint(ctx, func(cn *conn) (err error) {
+			found, err = cn.queryRow(`SELECT `+tokenColumns+` FROM _pd_tokens WHERE id = ?`, []any{c.TokenID}, func(st *sqlite3.Stmt) error {
+				tok = scanToken(st)
+				return nil
+			})
+			return err
+		})
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			return errorf(ErrInvalidToken, "the token is no longer valid for project %q", p.slug)
+		case tok.RevokedAt != nil:
+			return errorf(ErrInvalidToken, "the token has been revoked")
+		}
+		p.tokens.rememberID(tok, now, gen)
+	}
+	if tok.ExpiresAt != nil && !tok.ExpiresAt.After(now) {
+		return errorf(ErrInvalidToken, "the token has expired")
+	}
+	return nil
 }
 
 // readToken reads the token whose secret has the SHA-256 hash, on the

@@ -60,6 +60,11 @@ func TestCreateToken(t *testing.T) {
 		{"UnknownRole", projectdata.NewToken{Role: "root"}, projectdata.ErrInvalidRequest},
 		{"ExpiryInThePast", projectdata.NewToken{ExpiresAt: ptr(time.Now().Add(-time.Minute))}, projectdata.ErrInvalidExpiresAt},
 		{"ExpiryNow", projectdata.NewToken{ExpiresAt: ptr(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))}, projectdata.ErrInvalidExpiresAt},
+		// Kept to the millisecond, it would be now: expired at birth.
+		{"ExpiryWithinTheMillisecond", projectdata.NewToken{ExpiresAt: ptr(time.Date(2030, 1, 1, 0, 0, 0, 5e5, time.UTC))}, projectdata.ErrInvalidExpiresAt},
+		// RFC 3339 has four-digit years: it could be neither answered
+		// nor read back (the list said it never expires).
+		{"ExpiryPastTheYear9999", projectdata.NewToken{ExpiresAt: ptr(time.Date(10000, 1, 1, 4, 0, 0, 0, time.UTC))}, projectdata.ErrInvalidExpiresAt},
 		{"NameTooLong", projectdata.NewToken{Name: strings.Repeat("n", 201)}, projectdata.ErrInvalidRequest},
 	}
 	for _, c := range refusals {

@@ -23,6 +23,7 @@ type tokenCache struct {
 	mu     sync.Mutex
 	gen    uint64 // counts forgets, so a slow check cannot install a revoked token
 	byHash map[[32]byte]cachedToken
+	byID   map[int64]cachedToken // the same tokens by id, for rechecks of a caller
 }
 
 // cachedToken is a token as read from the database, and when.
@@ -32,19 +33,35 @@ type cachedToken struct {
 	readAtMono time.Time // the wall clock with its monotonic reading
 }
 
-// lookup returns the cached token for the hash unless it is missing or
-// was read tokenRecheck ago or more: by the wall clock (so that another
-// Store's revocations take effect whatever Options.Now says), or by the
-// Store's clock (or in its future).
-// It also returns the generation to pass to remember after a database read.
+// lookup returns the cached token for the hash unless it is missing or no
+// longer fresh. It also returns the generation to pass to remember after a
+// database read.
 func (tc *tokenCache) lookup(hash [32]byte, now time.Time) (Token, bool, uint64) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	e, ok := tc.byHash[hash]
-	if !ok || time.Since(e.readAtMono) >= tokenRecheck || now.Before(e.readAt) || now.Sub(e.readAt) >= tokenRecheck {
+	if !ok || !e.fresh(now) {
 		return Token{}, false, tc.gen
 	}
 	return e.tok, true, tc.gen
+}
+
+// lookupID is lookup by the token's id.
+func (tc *tokenCache) lookupID(id int64, now time.Time) (Token, bool, uint64) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	e, ok := tc.byID[id]
+	if !ok || !e.fresh(now) {
+		return Token{}, false, tc.gen
+	}
+	return e.tok, true, tc.gen
+}
+
+// fresh reports whether the token was read less than tokenRecheck before
+// now (and not after it) by the Store's clock, and by the real one: a
+// Store whose clock stands still or runs slow does not trust it longer.
+func (e cachedToken) fresh(now time.Time) bool {
+	return !now.Before(e.readAt) && now.Sub(e.readAt) < tokenRecheck && time.Since(e.readAtMono) < tokenRecheck
 }
 
 // remember caches a valid token read from the database at now, unless the
@@ -60,12 +77,30 @@ func (tc *tokenCache) remember(hash [32]byte, tok Token, now time.Time, gen uint
 		tc.byHash = make(map[[32]byte]cachedToken)
 	}
 	tc.byHash[hash] = cachedToken{tok: tok, readAt: now, readAtMono: time.Now()}
+	tc.rememberIDLocked(tok, now)
+}
+
+// rememberID caches a valid token read by id from the database at now,
+// unless the cache was emptied since gen was taken.
+func (tc *tokenCache) rememberID(tok Token, now time.Time, gen uint64) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if gen == tc.gen {
+		tc.rememberIDLocked(tok, now)
+	}
+}
+
+func (tc *tokenCache) rememberIDLocked(tok Token, now time.Time) {
+	if tc.byID == nil || len(tc.byID) >= maxCachedTokens {
+		tc.byID = make(map[int64]cachedToken)
+	}
+	tc.byID[tok.ID] = cachedToken{tok: tok, readAt: now, readAtMono: time.Now()}
 }
 
 // forget empties the cache: every token is read from the database again.
 func (tc *tokenCache) forget() {
 	tc.mu.Lock()
-	tc.byHash = nil
+	tc.byHash, tc.byID = nil, nil
 	tc.gen++
 	tc.mu.Unlock()
 }

@@ -28,13 +28,18 @@ type api struct {
 	h                  *httpapi.Handler
 	admin, write, read string
 	clock              *pdtest.Clock
+	dir                string // the Store's data folder
 }
 
 func newAPI(t *testing.T, opts *httpapi.Options) *api {
 	t.Helper()
 	clock := pdtest.NewClock(time.Date(2026, 11, 21, 14, 5, 9, 123e6, time.UTC))
-	store, admin := pdtest.NewProject(t, &projectdata.Options{Now: clock.Now})
-	a := &api{t: t, store: store, admin: admin, clock: clock}
+	store, dir := pdtest.Open(t, &projectdata.Options{Now: clock.Now})
+	_, admin, err := store.CreateProject(ctx, "acme", "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &api{t: t, store: store, admin: admin.Token, clock: clock, dir: dir}
 	for _, r := range []struct {
 		role projectdata.Role
 		dst  *string
