@@ -106,6 +106,32 @@ func crashChild(dir string) {
 	}
 }
 
+// startChild runs the test binary again as a crash test's child, with the
+// environment variables env (NAME=value) set, and returns it with the
+// lines it writes to its standard output, closed when it has ended.
+func startChild(t *testing.T, env ...string) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return cmd, lines
+}
+
 // TestCrashSafety kills a writing child process with SIGKILL at many
 // points and checks, each time, that the database is intact, every
 // acknowledged write is there, no batch is half-applied and no export
@@ -136,19 +162,7 @@ func TestCrashSafety(t *testing.T) {
 	rebuilds, deletes := 0, 0
 	rng := rand.New(rand.NewPCG(1, 2))
 	for k := range killPoints {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		is.NoErr(err)
-		is.NoErr(cmd.Start())
-		lines := make(chan string)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
+		cmd, lines := startChild(t, crashChildEnv+"="+dir)
 		// Kill after a random number of acknowledgements (0 to 40), so the
 		// kill lands anywhere in inserts, schema changes and exports.
 		want := rng.IntN(41)

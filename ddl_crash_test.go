@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,19 +113,7 @@ func TestSchemaChangeCrashSafety(t *testing.T) {
 	indexes := map[string]bool{}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for k := range killPoints {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), ddlCrashChildEnv+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		is.NoErr(err)
-		is.NoErr(cmd.Start())
-		lines := make(chan string)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
+		cmd, lines := startChild(t, ddlCrashChildEnv+"="+dir)
 		// Every line the child wrote acknowledges a change that committed;
 		// the change after the last one may have committed too.
 		var last string

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -97,20 +96,7 @@ func TestIdempotencyCrash(t *testing.T) {
 	next, started := 0, -1 // next batch for a child; highest batch a child started
 	rng := rand.New(rand.NewPCG(3, 4))
 	for k := range killPoints {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), idemCrashChildEnv+"="+dir, idemCrashStartEnv+"="+strconv.Itoa(next))
-		stdout, err := cmd.StdoutPipe()
-		is.NoErr(err)
-		is.NoErr(cmd.Start())
-		lines := make(chan string)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
+		cmd, lines := startChild(t, idemCrashChildEnv+"="+dir, idemCrashStartEnv+"="+strconv.Itoa(next))
 		want := rng.IntN(21)
 		timeout := time.After(30 * time.Second)
 	read:
