@@ -333,8 +333,9 @@ func unquote(raw []byte) (string, error) {
 	return s, nil
 }
 
-// unpairedSurrogate reports whether raw, a valid JSON string, holds a
-// \u escape of a surrogate that is not a high one followed by a low one.
+// unpairedSurrogate reports whether raw, a valid JSON string or a body of
+// valid JSON, holds a \u escape of a surrogate that is not a high one
+// followed by a low one.
 func unpairedSurrogate(raw []byte) bool {
 	escape := func(i int) rune { // the \uXXXX escape at i, or -1
 		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
@@ -443,7 +444,10 @@ func DecodeJSON(r io.Reader, v any) (bool, error) {
 		}
 		return true, js.end()
 	}
-	d := json.NewDecoder(io.MultiReader(bytes.NewReader(js.buf[js.pos:js.lim]), r))
+	// The body's bytes, kept to check its strings as unquote does: where
+	// encoding/json puts U+FFFD, the body is refused.
+	body := bytes.NewBuffer(append([]byte(nil), js.buf[js.pos:js.lim]...))
+	d := json.NewDecoder(io.MultiReader(bytes.NewReader(js.buf[js.pos:js.lim]), io.TeeReader(r, body)))
 	d.UseNumber()
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
@@ -454,6 +458,12 @@ func DecodeJSON(r io.Reader, v any) (bool, error) {
 			return true, err
 		}
 		return true, errorf(ErrInvalidJSON, "the body holds more than one JSON value")
+	}
+	switch {
+	case !utf8.Valid(body.Bytes()):
+		return true, errorf(ErrInvalidJSON, "the body holds a string that is not valid UTF-8")
+	case unpairedSurrogate(body.Bytes()): // a backslash is in a string, or invalid JSON
+		return true, errorf(ErrInvalidJSON, "the body holds a string with an unpaired UTF-16 surrogate escape, which is no character")
 	}
 	return true, nil
 }

@@ -218,4 +218,13 @@ func TestUnpairedSurrogateEscapesAreRefused(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(row["name"], want)
 	}
+	// The bodies encoding/json decodes (a column's default, a name) too.
+	var upd projectdata.ColumnUpdate
+	_, err = projectdata.DecodeJSON(strings.NewReader(`{"default_value": "a\udc00"}`), &upd)
+	pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+	_, err = projectdata.DecodeJSON(strings.NewReader("{\"default_value\": \"caf\xe9\"}"), &upd)
+	pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+	_, err = projectdata.DecodeJSON(strings.NewReader(`{"default_value": "\\ud800 \ud83d\ude00"}`), &upd)
+	is.NoErr(err)
+	is.Equal(upd.Default.To, `\ud800 😀`)
 }
