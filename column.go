@@ -312,6 +312,9 @@ func updatedSpec(old columnSpec, typ ColumnType, upd ColumnUpdate) (columnSpec, 
 	if err != nil {
 		return next, errors.WithMessagef(err, "default of column %q", old.Name)
 	}
+	if upd.Default.Set || upd.Type.Set { // a default stored before it was refused stays
+		return next, checkKeyDefault(next)
+	}
 	return next, nil
 }
 

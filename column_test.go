@@ -331,6 +331,7 @@ func TestUpdateColumnRefusals(t *testing.T) {
 		{"DefaultTooLong", "people", "note", projectdata.ColumnUpdate{Default: projectdata.SetTo[any](strings.Repeat("x", 4097))}, projectdata.ErrInvalidColumnValue, "at most 4096 bytes"},
 		{"DefaultNotFittingNewType", "dflt", "v", projectdata.ColumnUpdate{Type: projectdata.SetTo("INTEGER")}, projectdata.ErrInvalidColumnValue, ""},
 		{"PrimaryKeyTypeWithRows", "people", "id", projectdata.ColumnUpdate{Type: projectdata.SetTo("TEXT")}, projectdata.ErrColumnTypeLocked, `column "id" holds values`},
+		{"DefaultOfRowidKey", "people", "id", projectdata.ColumnUpdate{Default: projectdata.SetTo[any](5)}, projectdata.ErrInvalidColumnValue, `assigns it`},
 		{"PrimaryKeyNullable", "people", "id", projectdata.ColumnUpdate{Nullable: projectdata.SetTo(true)}, projectdata.ErrUnsupportedColumnChange, ""},
 		{"PrimaryKeyNotUnique", "people", "id", projectdata.ColumnUpdate{Unique: projectdata.SetTo(false)}, projectdata.ErrUnsupportedColumnChange, ""},
 		{"RenameToTakenName", "people", "n", projectdata.ColumnUpdate{Name: projectdata.SetTo("NOTE")}, projectdata.ErrColumnExists, `column "note"`},
@@ -386,6 +387,16 @@ func TestColumnTypeChangeRules(t *testing.T) {
 	is.Equal(res.InsertedIDs, []any{int64(1), int64(2)})
 	_, err = s.UpdateColumn(ctx, "acme", "tpk", "pk", projectdata.ColumnUpdate{Type: projectdata.SetTo("TEXT")})
 	pdtest.Code(t, err, projectdata.ErrColumnTypeLocked)
+
+	// A TEXT key's default would become one SQLite ignores, as the key
+	// turns INTEGER: the change is refused unless it drops the default.
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "dpk", Columns: []projectdata.ColumnDef{{Name: "pk", Primary: true, Default: "7"}, {Name: "v"}}})
+	is.NoErr(err)
+	_, err = s.UpdateColumn(ctx, "acme", "dpk", "pk", projectdata.ColumnUpdate{Type: projectdata.SetTo("INTEGER")})
+	pdtest.Code(t, err, projectdata.ErrInvalidColumnValue)
+	col, err = s.UpdateColumn(ctx, "acme", "dpk", "pk", projectdata.ColumnUpdate{Type: projectdata.SetTo("INTEGER"), Default: projectdata.SetTo[any](nil)})
+	is.NoErr(err)
+	is.Equal(col.DefaultValue, nil)
 }
 
 // TestFailureInsideRebuildRollsBack makes a rebuild fail after it has

@@ -314,7 +314,8 @@ func (js *jsonStream) quoted() ([]byte, bool, error) {
 
 // unquote decodes a string that quoted found to need it. A string that
 // is not UTF-8 is invalid JSON (RFC 8259), not text to store with U+FFFD
-// in place of its bytes, as encoding/json would.
+// in place of its bytes, as encoding/json would; so is one with an escape
+// of half a surrogate pair ("\ud800"), which stands for no character.
 func unquote(raw []byte) (string, error) {
 	if !utf8.Valid(raw) {
 		return "", errorf(ErrInvalidJSON, "the body holds a string that is not valid UTF-8")
@@ -326,7 +327,46 @@ func unquote(raw []byte) (string, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", invalidJSON()
 	}
+	if unpairedSurrogate(raw) {
+		return "", errorf(ErrInvalidJSON, "the body holds a string with an unpaired UTF-16 surrogate escape, which is no character")
+	}
 	return s, nil
+}
+
+// unpairedSurrogate reports whether raw, a valid JSON string or a body of
+// valid JSON, holds a \u escape of a surrogate that is not a high one
+// followed by a low one.
+func unpairedSurrogate(raw []byte) bool {
+	escape := func(i int) rune { // the \uXXXX escape at i, or -1
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return -1
+		}
+		n, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		if err != nil {
+			return -1
+		}
+		return rune(n)
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r := escape(i)
+		switch {
+		case r < 0:
+			i++ // an escape of one byte, maybe a backslash
+		case r >= 0xD800 && r < 0xDC00:
+			if low := escape(i + 6); low < 0xDC00 || low > 0xDFFF {
+				return true
+			}
+			i += 11
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true
+		default:
+			i += 5
+		}
+	}
+	return false
 }
 
 // str reads a string value.
@@ -404,7 +444,10 @@ func DecodeJSON(r io.Reader, v any) (bool, error) {
 		}
 		return true, js.end()
 	}
-	d := json.NewDecoder(io.MultiReader(bytes.NewReader(js.buf[js.pos:js.lim]), r))
+	// The body's bytes, kept to check its strings as unquote does: where
+	// encoding/json puts U+FFFD, the body is refused.
+	body := bytes.NewBuffer(append([]byte(nil), js.buf[js.pos:js.lim]...))
+	d := json.NewDecoder(io.MultiReader(bytes.NewReader(js.buf[js.pos:js.lim]), io.TeeReader(r, body)))
 	d.UseNumber()
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
@@ -415,6 +458,12 @@ func DecodeJSON(r io.Reader, v any) (bool, error) {
 			return true, err
 		}
 		return true, errorf(ErrInvalidJSON, "the body holds more than one JSON value")
+	}
+	switch {
+	case !utf8.Valid(body.Bytes()):
+		return true, errorf(ErrInvalidJSON, "the body holds a string that is not valid UTF-8")
+	case unpairedSurrogate(body.Bytes()): // a backslash is in a string, or invalid JSON
+		return true, errorf(ErrInvalidJSON, "the body holds a string with an unpaired UTF-16 surrogate escape, which is no character")
 	}
 	return true, nil
 }

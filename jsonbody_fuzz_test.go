@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -63,6 +64,9 @@ func FuzzDecodeRowsAgreesWithEncodingJSON(f *testing.F) {
 		}
 		if err != nil && !utf8.Valid(body) && projectdata.ErrorCode(err) == projectdata.ErrInvalidJSON {
 			return // not UTF-8, so not JSON (RFC 8259); encoding/json puts U+FFFD for the bytes
+		}
+		if err != nil && projectdata.ErrorCode(err) == projectdata.ErrInvalidJSON && strings.Contains(fmt.Sprint(want), "\uFFFD") {
+			return // an unpaired surrogate escape, no character; encoding/json puts U+FFFD for it
 		}
 		if err != nil {
 			t.Fatalf("%q: refused (%v), encoding/json decodes it", body, err)

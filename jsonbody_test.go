@@ -191,3 +191,40 @@ func TestStringsMustBeUTF8(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(row["name"], "café ☕")
 }
+
+// TestUnpairedSurrogateEscapesAreRefused: an escape of half a UTF-16
+// surrogate pair ("\ud800") stands for no character, so a string holding
+// one is not text either; it is refused as invalid bytes are, rather than
+// stored as U+FFFD. A pair, and an escaped backslash before "ud800", are text.
+func TestUnpairedSurrogateEscapesAreRefused(t *testing.T) {
+	is := is.New(t)
+	for _, body := range []string{`{"name":"\ud800"}`, `{"name":"a\udc00b"}`, `{"name":"\ud83d"}`, `{"name":"\ud83d\u0041"}`, `{"name":"\udE00\ud83d"}`, `[{"name":"ok"},{"name":"\uDBFF"}]`} {
+		_, err := projectdata.DecodeRows(strings.NewReader(body), 0)
+		pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+		_, err = projectdata.DecodeInsertBody(strings.NewReader(body), 0)
+		pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+		var row projectdata.Row
+		pdtest.Code(t, json.Unmarshal([]byte(body[strings.LastIndex(body, "{"):strings.LastIndex(body, "}")+1]), &row), projectdata.ErrInvalidJSON)
+	}
+	s, _ := pdtest.NewProject(t, nil)
+	createTable(t, s, "people", projectdata.ColumnDef{Name: "name"})
+	_, err := s.InsertJSON(ctx, "acme", "people", strings.NewReader(`[{"name":"ok"},{"name":"\ud800"}]`))
+	pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+	is.Equal(total(t, s, "people"), int64(0))
+	for body, want := range map[string]string{`{"name":"\ud83d\ude00"}`: "😀", `{"name":"\\ud800"}`: `\ud800`, `{"name":"\\\ud83d\uDE00\u00e9"}`: `\😀é`} {
+		res, err := s.InsertJSON(ctx, "acme", "people", strings.NewReader(body))
+		is.NoErr(err)
+		row, err := s.GetRecord(ctx, "acme", "people", res.InsertedIDs[0])
+		is.NoErr(err)
+		is.Equal(row["name"], want)
+	}
+	// The bodies encoding/json decodes (a column's default, a name) too.
+	var upd projectdata.ColumnUpdate
+	_, err = projectdata.DecodeJSON(strings.NewReader(`{"default_value": "a\udc00"}`), &upd)
+	pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+	_, err = projectdata.DecodeJSON(strings.NewReader("{\"default_value\": \"caf\xe9\"}"), &upd)
+	pdtest.Code(t, err, projectdata.ErrInvalidJSON)
+	_, err = projectdata.DecodeJSON(strings.NewReader(`{"default_value": "\\ud800 \ud83d\ude00"}`), &upd)
+	is.NoErr(err)
+	is.Equal(upd.Default.To, `\ud800 😀`)
+}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/pkg/errors"
@@ -28,7 +29,10 @@ type Row map[string]any
 // MarshalJSON encodes the row as encoding/json encodes a map (keys sorted),
 // but for a float64, which is written with a fraction or an exponent (2.0,
 // never 2), so that a REAL decodes as a float again, as the Store returns
-// it, and not as an integer. A value JSON cannot hold (NaN, ±Inf, a
+// it, and not as an integer; and for the Go values a Store converts in its
+// own way, so that a row sent over HTTP is stored as the Store stores it:
+// a float32 is written as the float64 it is (1.100000023841858, not 1.1),
+// a time.Time in UTC. A value JSON cannot hold (NaN, ±Inf, a
 // channel) is an error, as with encoding/json. Strings are written as they
 // are: encoding/json makes them HTML-safe after, unless its Encoder was
 // told not to (SetEscapeHTML).
@@ -56,6 +60,13 @@ func (r Row) MarshalJSON() ([]byte, error) {
 			if b, fits = appendRealJSON(b, v); !fits {
 				return nil, &json.UnsupportedValueError{Value: reflect.ValueOf(v), Str: strconv.FormatFloat(v, 'g', -1, 64)}
 			}
+		case float32:
+			var fits bool
+			if b, fits = appendRealJSON(b, float64(v)); !fits {
+				return nil, &json.UnsupportedValueError{Value: reflect.ValueOf(v), Str: strconv.FormatFloat(float64(v), 'g', -1, 32)}
+			}
+		case time.Time:
+			b = appendJSONText(b, v.UTC().Format(time.RFC3339Nano), false)
 		default:
 			if other == nil {
 				other = json.NewEncoder(&buf)

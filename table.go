@@ -548,7 +548,17 @@ func checkColumnDef(cd ColumnDef) (columnSpec, error) {
 		return columnSpec{}, errors.WithMessagef(err, "default of column %q", cd.Name)
 	}
 	spec := columnSpec{Name: cd.Name, Type: typ, Primary: cd.Primary, Nullable: !cd.NotNull && !cd.Primary, Unique: cd.Unique || cd.Primary, Default: def}
-	return spec, nil
+	return spec, checkKeyDefault(spec)
+}
+
+// checkKeyDefault refuses a default on an INTEGER primary key: SQLite
+// assigns that key itself (the rowid) when a row has none, whatever its
+// DEFAULT says, so the column would show a default no row ever gets.
+func checkKeyDefault(spec columnSpec) error {
+	if spec.Primary && spec.Type == TypeInteger && spec.Default != nil {
+		return errorf(ErrInvalidColumnValue, "column %q is an INTEGER primary key: SQLite assigns it to a row without one, so it takes no default", spec.Name)
+	}
+	return nil
 }
 
 // maxDefaultBytes bounds a column's default: it lives in the table's SQL,

@@ -96,6 +96,8 @@ func TestCreateTable(t *testing.T) {
 		{"BadDatetimeDefault", projectdata.TableDef{Name: "t", Columns: []projectdata.ColumnDef{{Name: "d", Type: "DATETIME", Default: "yesterday"}}}, projectdata.ErrInvalidColumnValue},
 		{"DisplayNameTooLong", projectdata.TableDef{Name: "t", DisplayName: ptr(strings.Repeat("x", 201))}, projectdata.ErrInvalidRequest},
 		{"DefaultTooLong", projectdata.TableDef{Name: "t", Columns: []projectdata.ColumnDef{{Name: "d", Default: strings.Repeat("x", 4097)}}}, projectdata.ErrInvalidColumnValue},
+		// SQLite assigns an INTEGER PRIMARY KEY itself, whatever its DEFAULT.
+		{"DefaultOfRowidKey", projectdata.TableDef{Name: "t", Columns: []projectdata.ColumnDef{{Name: "k", Type: "INTEGER", Primary: true, Default: 5}}}, projectdata.ErrInvalidColumnValue},
 	}
 	for _, c := range refusals {
 		t.Run("Refuses"+c.name, func(t *testing.T) {

@@ -196,7 +196,7 @@ func (t ColumnType) convertString(s string) (any, error) {
 		return s, nil
 	case TypeDatetime:
 		for _, layout := range datetimeLayouts {
-			if x, err := time.Parse(layout, s); err == nil {
+			if x, err := time.Parse(layout, s); err == nil && iso8601Strict(s) {
 				return t.convertTime(x, s)
 			}
 		}
@@ -215,6 +215,24 @@ func (t ColumnType) convertString(s string) (any, error) {
 	}
 	return t.convertNumber(s, strconv.Quote(truncate(s)))
 }
+
+// iso8601Strict reports whether s, which time.Parse took with one of
+// datetimeLayouts, also keeps to ISO 8601 where Go's parser is lenient: an
+// hour of two digits (Go takes "T1:00"), an offset's hours below 24 and its
+// minutes below 60 (Go takes "+24:00" and "+00:60", an offset of an hour).
+func iso8601Strict(s string) bool {
+	if len(s) > len("2006-01-02") && (len(s) < 13 || !isDigit(s[11]) || !isDigit(s[12])) {
+		return false
+	}
+	// A '+' or '-' six bytes from the end is an offset's sign: the date's
+	// hyphens are further from the end of a string this long.
+	if n := len(s); n > len("2006-01-02T15:04") && (s[n-6] == '+' || s[n-6] == '-') {
+		return s[n-5:n-3] <= "23" && s[n-2:] <= "59"
+	}
+	return true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // isJSONNumber reports whether s is a number in JSON's syntax.
 func isJSONNumber(s string) bool {

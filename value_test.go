@@ -107,6 +107,24 @@ func TestDatetimeIsCanonicalUTC(t *testing.T) {
 		_, err := s.Insert(ctx, "acme", "v", []projectdata.Row{{"d": "2024-01-01T00:00:00.0001Z"}})
 		pdtest.Code(t, err, projectdata.ErrInvalidColumnValue)
 	})
+	t.Run("OutOfISO8601IsRefused", func(t *testing.T) {
+		// Go's parser takes these; ISO 8601 has hours and offset hours of
+		// two digits, offset hours up to 23 and minutes up to 59.
+		for _, in := range []string{
+			"2024-01-01T10:00:00+24:00", "2024-01-01T10:00:00-24:00", "2024-01-01 10:00:00+24:00",
+			"2024-01-01T10:00:00+00:60", "2024-01-01T10:00:00.000+14:60",
+			"2024-01-01T1:00:00Z", "2024-01-01T1:00", "2024-01-01 1:00:00",
+		} {
+			_, err := s.Insert(ctx, "acme", "v", []projectdata.Row{{"d": in}})
+			pdtest.Code(t, err, projectdata.ErrInvalidColumnValue)
+		}
+		is := is.New(t)
+		res, err := s.Insert(ctx, "acme", "v", []projectdata.Row{{"d": "2024-01-01T10:00:00.000-23:59"}})
+		is.NoErr(err)
+		row, err := s.GetRecord(ctx, "acme", "v", res.InsertedIDs[0])
+		is.NoErr(err)
+		is.Equal(row["d"], "2024-01-02T09:59:00.000Z")
+	})
 	t.Run("TextOrderIsTimeOrder", func(t *testing.T) {
 		is := is.New(t)
 		// 00:30Z is later than 05:00+05:00 (00:00Z), though its text sorts first.

@@ -139,3 +139,23 @@ func TestRecordIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestGoValuesStoreAlikeDirectAndRemote: a Go value the Row encodes for
+// the server (a time in another zone, a float32) is stored as the Store
+// stores it when called directly.
+func TestGoValuesStoreAlikeDirectAndRemote(t *testing.T) {
+	is := is.New(t)
+	direct, remote, _ := pair(t, nil)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.FixedZone("", 2*3600))
+	var rows [2]pd.Row
+	for i, a := range []API{direct, remote} {
+		_, _, err := a.CreateTable(ctx, "acme", pd.TableDef{Name: "v", Columns: []pd.ColumnDef{{Name: "t"}, {Name: "d", Type: pd.TypeDatetime}, {Name: "r", Type: pd.TypeReal}}})
+		is.NoErr(err)
+		res, err := a.Insert(ctx, "acme", "v", []pd.Row{{"t": at, "d": at, "r": float32(1.1)}})
+		is.NoErr(err)
+		rows[i], err = a.GetRecord(ctx, "acme", "v", res.InsertedIDs[0])
+		is.NoErr(err)
+	}
+	is.Equal(rows[0]["t"], "2026-01-02T01:04:05.006Z")
+	is.Equal(rows[1], rows[0])
+}
