@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -447,7 +448,46 @@ func (h *Handler) downloadExport(w http.ResponseWriter, r *http.Request, ps http
 	w.Header().Set("ETag", `"`+exp.SHA256+`"`)
 	w.Header().Set("Cache-Control", "private, no-cache")
 	// ServeContent sets Content-Length and answers conditional and range
-	// requests against the ETag.
-	http.ServeContent(w, r, "", exp.CreatedAt.Time, f)
+	// requests against the ETag; its own 416 answer is text, which
+	// becomes an envelope (keeping its Content-Range).
+	guard := &rangeRefusal{ResponseWriter: w}
+	http.ServeContent(guard, r, "", exp.CreatedAt.Time, f)
+	if guard.refused {
+		w.Header().Del("Content-Disposition")
+		return errorf(pd.ErrRangeNotSatisfiable, "the range asked for is not within the file's %d bytes", exp.SizeBytes)
+	}
 	return nil
 }
+
+// rangeRefusal passes a response through unless its status is 416, whose
+// body it drops and which it notes in refused.
+type rangeRefusal struct {
+	http.ResponseWriter
+	refused bool
+}
+
+func (g *rangeRefusal) WriteHeader(status int) {
+	if status == http.StatusRequestedRangeNotSatisfiable {
+		g.refused = true
+		return
+	}
+	g.ResponseWriter.WriteHeader(status)
+}
+
+func (g *rangeRefusal) Write(b []byte) (int, error) {
+	if g.refused {
+		return len(b), nil
+	}
+	return g.ResponseWriter.Write(b)
+}
+
+// ReadFrom keeps the underlying writer's own copying (sendfile).
+func (g *rangeRefusal) ReadFrom(r io.Reader) (int64, error) {
+	if g.refused {
+		return io.Copy(io.Discard, r)
+	}
+	return io.Copy(g.ResponseWriter, r)
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (g *rangeRefusal) Unwrap() http.ResponseWriter { return g.ResponseWriter }

@@ -1,0 +1,52 @@
+package httpapi_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+// TestExportDownloadConditionalAndRanges checks the download's HEAD, range
+// and conditional answers against the file and the OpenAPI document (a
+// refused range is an envelope, as every answer with a body), and that a
+// file truncated or replaced by a link after it was made is 404
+// export_not_found.
+func TestExportDownloadConditionalAndRanges(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"t","columns":[{"column_name":"name"}]}`), 201, "")
+	a.must(a.do("POST", "/projects/acme/records/t", a.write, `[{"name":"alpha"},{"name":"beta"}]`), 201, "")
+	mk := func() (url, etag, path string) {
+		exp := a.must(a.do("POST", "/projects/acme/exports", a.write, `{"table":"t"}`), 201, "").data()["export"].(map[string]any)
+		return exp["download_url"].(string), `"` + exp["sha256"].(string) + `"`, filepath.Join(a.dir, "acme", "exports", exp["id"].(string)+".csv")
+	}
+	url, etag, path := mk()
+	whole := "id,name\n1,alpha\n2,beta\n"
+
+	head := a.do("HEAD", url, a.read, "")
+	is.Equal(head.Status, 200)
+	is.Equal(len(head.Body), 0)
+	is.Equal(head.Header.Get("ETag"), etag)
+
+	part := a.do("GET", url, a.read, "", "Range", "bytes=8-15")
+	is.Equal(part.Status, 206)
+	is.Equal(string(part.Body), whole[8:16])
+	is.Equal(part.Header.Get("Content-Range"), "bytes 8-15/23")
+	refused := a.must(a.do("GET", url, a.read, "", "Range", "bytes=100-"), 416, "range_not_satisfiable") // an envelope, as every answer with a body
+	is.Equal(refused.Header.Get("Content-Range"), "bytes */23")
+	is.Equal(a.do("GET", url, a.read, "", "If-Match", `"other"`).Status, 412)
+	is.Equal(a.do("GET", url, a.read, "", "If-None-Match", etag).Status, 304)
+	is.Equal(string(a.do("GET", url, a.read, "", "Range", "bytes=0-3", "If-Range", `"other"`).Body), whole)
+
+	is.NoErr(os.Truncate(path, 3))
+	a.must(a.do("GET", url, a.read, "", "Range", "bytes=0-1"), 404, "export_not_found")
+	res := a.must(a.do("GET", "/projects/acme/exports?status=not_found", a.read, ""), 200, "")
+	is.Equal(res.data()["exports"].([]any)[0].(map[string]any)["status_reason"], "file_changed")
+
+	url, _, path = mk()
+	is.NoErr(os.Rename(path, path+".moved"))
+	is.NoErr(os.Symlink(path+".moved", path))
+	a.must(a.do("GET", url, a.read, ""), 404, "export_not_found")
+}
