@@ -2,11 +2,15 @@ package projectdata_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/matryer/is"
@@ -148,3 +152,89 @@ func TestExportRoundTripsEveryValue(t *testing.T) {
 
 // exportPath is the path of a table export's file in project acme.
 func exportPath(dir, id string) string { return dir + "/acme/exports/" + id + ".csv" }
+
+// TestExportSnapshotUnderWritesAndSchemaChanges exports a table while
+// transfers (which keep the sum of bal), inserts and deletes commit and
+// columns are added and rebuilt: every export is one moment of the table
+// (the sum holds, ids are unique and ordered, each record has the header's
+// fields) and its manifest describes its file.
+func TestExportSnapshotUnderWritesAndSchemaChanges(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.Open(t, nil)
+	_, _, err := s.CreateProject(ctx, "acme", "Acme")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "acct", Columns: []projectdata.ColumnDef{{Name: "bal", Type: "INTEGER"}, {Name: "tag"}}})
+	is.NoErr(err)
+	const accounts, total = 200, 200 * 100
+	pdtest.Exec(t, pdtest.Raw(t, dir, "acme"), fmt.Sprintf(`INSERT INTO acct (id, bal, tag) SELECT value, 100, 't' || value FROM generate_series(1, %d)`, accounts))
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var werr, serr error
+	raw := pdtest.Raw(t, dir, "acme")
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			a, b := 1+i%accounts, 1+(i*7+3)%accounts
+			werr = raw.Exec(fmt.Sprintf(`BEGIN IMMEDIATE;
+				UPDATE acct SET bal = bal - 5 WHERE id = %d; UPDATE acct SET bal = bal + 5 WHERE id = %d;
+				INSERT INTO acct (bal, tag) VALUES (0, 'new%d');
+				DELETE FROM acct WHERE id = (SELECT min(id) FROM acct WHERE id > %d AND bal = 0);
+				COMMIT`, a, b, i, accounts))
+			if werr != nil {
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		for i := 0; i < 6; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, serr = s.AddColumn(ctx, "acme", "acct", projectdata.ColumnDef{Name: fmt.Sprintf("c%d", i), Default: "x"}); serr != nil {
+				return
+			}
+			// A rebuild of the whole table, in one transaction.
+			if _, serr = s.UpdateColumn(ctx, "acme", "acct", "tag", projectdata.ColumnUpdate{Unique: projectdata.SetTo(i%2 == 0)}); serr != nil {
+				return
+			}
+		}
+	})
+	for range 12 {
+		e, err := s.CreateExport(ctx, "acme", "acct", "csv")
+		is.NoErr(err)
+		data, err := os.ReadFile(exportPath(dir, e.ID))
+		is.NoErr(err)
+		sum := sha256.Sum256(data)
+		is.Equal(int64(len(data)), e.SizeBytes)
+		is.Equal(hex.EncodeToString(sum[:]), e.SHA256)
+		recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll() // every record has the header's fields
+		is.NoErr(err)
+		is.Equal(recs[0][:3], []string{"id", "bal", "tag"})
+		is.Equal(int64(len(recs)-1), e.RowCount)
+		bal, last := 0, int64(0)
+		for _, rec := range recs[1:] {
+			id, err := strconv.ParseInt(rec[0], 10, 64)
+			is.NoErr(err)
+			is.True(id > last) // unique, in key order
+			last = id
+			v, err := strconv.Atoi(rec[1])
+			is.NoErr(err)
+			bal += v
+			for _, f := range rec[3:] {
+				is.Equal(f, "x") // an added column holds its default in every row
+			}
+		}
+		is.Equal(bal, total)
+	}
+	close(stop)
+	wg.Wait()
+	is.NoErr(werr)
+	is.NoErr(serr)
+}
