@@ -238,3 +238,27 @@ func TestExportSnapshotUnderWritesAndSchemaChanges(t *testing.T) {
 	is.NoErr(werr)
 	is.NoErr(serr)
 }
+
+// TestExpiredExportWhoseFileCannotBeRemoved: an expired export whose file
+// the Store cannot remove (here a folder put in its place) still becomes
+// not_found (expired), and neither listing, deleting the not-found exports
+// nor downloading it fails for it.
+func TestExpiredExportWhoseFileCannotBeRemoved(t *testing.T) {
+	is := is.New(t)
+	f := newExportFixture(t, nil)
+	e := f.export(t)
+	path := f.file(e.ID)
+	is.NoErr(os.Remove(path))
+	is.NoErr(os.MkdirAll(path+"/inside", 0o755))
+	f.clock.Advance(exportWeek)
+
+	_, _, err := f.s.OpenExport(ctx, "acme", e.ID)
+	pdtest.Code(t, err, projectdata.ErrExportNotFound)
+	page, err := f.s.ListExports(ctx, "acme", projectdata.ExportQuery{})
+	is.NoErr(err)
+	is.Equal(page.Exports[0].Status, projectdata.ExportStatusNotFound)
+	is.Equal(*page.Exports[0].StatusReason, projectdata.ExportReasonExpired)
+	n, err := f.s.DeleteNotFoundExports(ctx, "acme")
+	is.NoErr(err)
+	is.Equal(n, 1)
+}
