@@ -172,7 +172,7 @@ var apiRoutes = []apiRoute{
 		data: object(`"deleted","index_name"`, `"deleted":`+boolSchema, `"index_name":`+strSchema), codes: codes(tableCodes, []pd.Code{pd.ErrIndexNotFound, pd.ErrIndexNotManaged})},
 
 	{method: "GET", path: "/projects/{project}/exports", summary: "List exports", status: 200,
-		query: []apiParam{{"status", `{"enum":["ready","not_found","all"]}`, "Which exports; default ready."}, limitParam, offsetParam},
+		query: []apiParam{{"status", `{"enum":["ready","not_found","all"],"default":"all"}`, "Which exports: ready, not_found, or all (the default)."}, limitParam, offsetParam},
 		data:  object(`"exports","total","limit","offset"`, `"exports":{"type":"array","items":`+ref("Export")+`}`, `"total":`+intSchema, `"limit":`+intSchema, `"offset":`+intSchema),
 		codes: []pd.Code{pd.ErrInvalidExportStatus}},
 	{method: "POST", path: "/projects/{project}/exports", summary: "Export a table to a CSV file, or (kind project_export, admin) the whole project database to a SQLite file", status: 201, write: true,

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,4 +50,40 @@ func TestExportDownloadConditionalAndRanges(t *testing.T) {
 	is.NoErr(os.Rename(path, path+".moved"))
 	is.NoErr(os.Symlink(path+".moved", path))
 	a.must(a.do("GET", url, a.read, ""), 404, "export_not_found")
+}
+
+// TestExportListDocumentedDefault: the status the OpenAPI document gives
+// as the export list's default lists what leaving status out lists.
+func TestExportListDocumentedDefault(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Name   string `json:"name"`
+				Schema struct {
+					Default string `json:"default"`
+				} `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	is.NoErr(json.Unmarshal(a.do("GET", "/openapi.json", "", "").Body, &doc))
+	def := ""
+	for _, p := range doc.Paths["/projects/{project}/exports"]["get"].Parameters {
+		if p.Name == "status" {
+			def = p.Schema.Default
+		}
+	}
+	is.True(def != "") // the document says which status is the default
+
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"t","columns":[{"column_name":"name"}]}`), 201, "")
+	for range 2 {
+		a.must(a.do("POST", "/projects/acme/exports", a.write, `{"table":"t"}`), 201, "")
+	}
+	gone := a.must(a.do("POST", "/projects/acme/exports", a.write, `{"table":"t"}`), 201, "").data()["export"].(map[string]any)
+	is.NoErr(os.Remove(filepath.Join(a.dir, "acme", "exports", gone["id"].(string)+".csv")))
+	omitted := a.must(a.do("GET", "/projects/acme/exports", a.read, ""), 200, "").data()
+	is.Equal(omitted["total"], json.Number("3")) // ready and not_found alike
+	documented := a.must(a.do("GET", "/projects/acme/exports?status="+def, a.read, ""), 200, "").data()
+	is.Equal(documented["total"], omitted["total"])
 }
