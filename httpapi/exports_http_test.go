@@ -2,11 +2,17 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata/internal/pdtest"
 )
 
 // TestExportDownloadConditionalAndRanges checks the download's HEAD, range
@@ -86,4 +92,41 @@ func TestExportListDocumentedDefault(t *testing.T) {
 	is.Equal(omitted["total"], json.Number("3")) // ready and not_found alike
 	documented := a.must(a.do("GET", "/projects/acme/exports?status="+def, a.read, ""), 200, "").data()
 	is.Equal(documented["total"], omitted["total"])
+}
+
+// TestExportDownloadOutlastsServerWriteTimeout: a download that takes
+// longer than the server's WriteTimeout, from a client that takes every
+// part in time, arrives whole: the timeout bounds each write of the file,
+// as it does a change stream's, not the whole file.
+func TestExportDownloadOutlastsServerWriteTimeout(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"t","columns":[{"column_name":"name"}]}`), 201, "")
+	pdtest.Exec(t, pdtest.Raw(t, a.dir, "acme"), `INSERT INTO t (name) SELECT printf('%.*c', 1048576, 'x') FROM generate_series(1, 24)`)
+	exp := a.must(a.do("POST", "/projects/acme/exports", a.write, `{"table":"t"}`), 201, "").data()["export"].(map[string]any)
+	size, err := exp["size_bytes"].(json.Number).Int64()
+	is.NoErr(err)
+
+	srv := httptest.NewUnstartedServer(a.h)
+	srv.Config.WriteTimeout = 200 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	req, err := http.NewRequest("GET", srv.URL+exp["download_url"].(string), nil)
+	is.NoErr(err)
+	req.Header.Set("Authorization", "Bearer "+a.read)
+	res, err := http.DefaultClient.Do(req)
+	is.NoErr(err)
+	defer res.Body.Close()
+	is.Equal(res.StatusCode, 200)
+	got := int64(0)
+	buf := make([]byte, 1<<20)
+	for {
+		time.Sleep(50 * time.Millisecond) // a reader slower than the timeout, in all
+		n, err := io.ReadFull(res.Body, buf)
+		got += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	is.Equal(got, size)
 }

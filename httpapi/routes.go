@@ -448,46 +448,70 @@ func (h *Handler) downloadExport(w http.ResponseWriter, r *http.Request, ps http
 	w.Header().Set("ETag", `"`+exp.SHA256+`"`)
 	w.Header().Set("Cache-Control", "private, no-cache")
 	// ServeContent sets Content-Length and answers conditional and range
-	// requests against the ETag; its own 416 answer is text, which
-	// becomes an envelope (keeping its Content-Range).
-	guard := &rangeRefusal{ResponseWriter: w}
-	http.ServeContent(guard, r, "", exp.CreatedAt.Time, f)
-	if guard.refused {
+	// requests against the ETag.
+	dw := &downloadWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: h.opts.StreamWriteTimeout}
+	http.ServeContent(dw, r, "", exp.CreatedAt.Time, f)
+	if dw.refused {
+		// ServeContent's own 416 is text: the envelope instead, with
+		// its Content-Range.
 		w.Header().Del("Content-Disposition")
 		return errorf(pd.ErrRangeNotSatisfiable, "the range asked for is not within the file's %d bytes", exp.SizeBytes)
 	}
 	return nil
 }
 
-// rangeRefusal passes a response through unless its status is 416, whose
-// body it drops and which it notes in refused.
-type rangeRefusal struct {
+// downloadChunk is how much of a file one write deadline covers.
+const downloadChunk = 64 << 10
+
+// downloadWriter is what http.ServeContent sends an export's file through.
+// Each chunk of the file is written under its own deadline
+// (Options.StreamWriteTimeout), as a change stream's events are: the
+// server's WriteTimeout, which bounds a whole answer, would cut a large
+// file short however fast the client reads. A 416 answer's status and
+// text body are held back, and refused set, for the handler to answer the
+// envelope.
+type downloadWriter struct {
 	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
 	refused bool
 }
 
-func (g *rangeRefusal) WriteHeader(status int) {
+func (d *downloadWriter) WriteHeader(status int) {
 	if status == http.StatusRequestedRangeNotSatisfiable {
-		g.refused = true
+		d.refused = true
 		return
 	}
-	g.ResponseWriter.WriteHeader(status)
+	d.ResponseWriter.WriteHeader(status)
 }
 
-func (g *rangeRefusal) Write(b []byte) (int, error) {
-	if g.refused {
+func (d *downloadWriter) Write(b []byte) (int, error) {
+	if d.refused {
 		return len(b), nil
 	}
-	return g.ResponseWriter.Write(b)
+	d.extend()
+	return d.ResponseWriter.Write(b)
 }
 
-// ReadFrom keeps the underlying writer's own copying (sendfile).
-func (g *rangeRefusal) ReadFrom(r io.Reader) (int64, error) {
-	if g.refused {
+// ReadFrom copies the file a chunk at a time, each under a new deadline.
+func (d *downloadWriter) ReadFrom(r io.Reader) (n int64, err error) {
+	if d.refused {
 		return io.Copy(io.Discard, r)
 	}
-	return io.Copy(g.ResponseWriter, r)
+	for {
+		d.extend()
+		m, err := io.Copy(d.ResponseWriter, io.LimitReader(r, downloadChunk))
+		n += m
+		if err != nil || m < downloadChunk {
+			return n, err
+		}
+	}
 }
 
+// extend sets the deadline of the next write; a writer without deadlines
+// (http.ErrNotSupported) writes without one. net/http takes the deadline
+// off the connection once the answer is sent.
+func (d *downloadWriter) extend() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
+
 // Unwrap gives http.ResponseController the underlying writer.
-func (g *rangeRefusal) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+func (d *downloadWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
