@@ -262,3 +262,31 @@ func TestExpiredExportWhoseFileCannotBeRemoved(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(n, 1)
 }
+
+// TestListExportsWithALinkLoopInPlaceOfAFile: a file replaced by a
+// symbolic link that loops fails neither the listing nor the deletion of
+// not-found exports, and its download is 404 file_changed, as for any link.
+func TestListExportsWithALinkLoopInPlaceOfAFile(t *testing.T) {
+	is := is.New(t)
+	f := newExportFixture(t, nil)
+	e := f.export(t)
+	other := f.export(t)
+	path := f.file(e.ID)
+	is.NoErr(os.Remove(path))
+	is.NoErr(os.Symlink(path, path)) // a link to itself
+
+	page, err := f.s.ListExports(ctx, "acme", projectdata.ExportQuery{})
+	is.NoErr(err)
+	is.Equal(page.Total, 2)
+	_, err = f.s.DeleteNotFoundExports(ctx, "acme")
+	is.NoErr(err)
+	_, _, err = f.s.OpenExport(ctx, "acme", e.ID)
+	pdtest.Code(t, err, projectdata.ErrExportNotFound)
+	page, err = f.s.ListExports(ctx, "acme", projectdata.ExportQuery{Status: projectdata.ExportStatusNotFound})
+	is.NoErr(err)
+	is.Equal(len(page.Exports), 1)
+	is.Equal(*page.Exports[0].StatusReason, projectdata.ExportReasonFileChanged)
+	_, file, err := f.s.OpenExport(ctx, "acme", other.ID)
+	is.NoErr(err)
+	file.Close()
+}
