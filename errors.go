@@ -85,6 +85,9 @@ const (
 	ErrProjectExists Code = "project_exists"
 	ErrTokenNotFound Code = "token_not_found"
 	ErrStoreClosed   Code = "store_closed"
+	// ErrRangeNotSatisfiable is an export download whose Range lies
+	// outside the file (HTTP 416).
+	ErrRangeNotSatisfiable Code = "range_not_satisfiable"
 )
 
 // Error is a failure with a code and a message written for people: it names

@@ -393,13 +393,18 @@ func (p *project) exportPath(fileName string) string {
 
 // exportGone tells whether a ready manifest's file is gone, and why: it
 // removes the file of an expired manifest, and stats the file of the others
-// (one stat, no read). It returns "" when the file is in place.
+// (one lstat, no read). It returns "" when the file is in place.
+//
+// An expired manifest is gone even when its file cannot be removed (a
+// folder put in its place, say): the failure is logged, not returned, so
+// that one such file fails neither every listing of the project nor its
+// download.
 func (p *project) exportGone(fileName string, expiresAt, now time.Time) (string, error) {
 	path := p.exportPath(fileName)
 	if !now.Before(expiresAt) {
 		if path != "" {
 			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-				return "", errors.Wrap(err, "remove expired export file")
+				p.store.opts.Logger.Warn("remove expired export file", "project", p.slug, "file", fileName, "err", err)
 			}
 		}
 		return ExportReasonExpired, nil
@@ -407,7 +412,9 @@ func (p *project) exportGone(fileName string, expiresAt, now time.Time) (string,
 	if path == "" {
 		return ExportReasonFileMissing, nil
 	}
-	if _, err := os.Stat(path); err != nil {
+	// Lstat: a link in the file's place is there (the download refuses
+	// it as file_changed); following it could fail for the whole list.
+	if _, err := os.Lstat(path); err != nil {
 		if os.IsNotExist(err) {
 			return ExportReasonFileMissing, nil
 		}

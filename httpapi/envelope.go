@@ -71,6 +71,8 @@ var statusOf = map[projectdata.Code]int{
 
 	projectdata.ErrUnsupportedMediaType: http.StatusUnsupportedMediaType,
 
+	projectdata.ErrRangeNotSatisfiable: http.StatusRequestedRangeNotSatisfiable,
+
 	projectdata.ErrQueryBudgetExceeded:  http.StatusUnprocessableEntity,
 	projectdata.ErrIdempotencyKeyReused: http.StatusUnprocessableEntity,
 

@@ -29,6 +29,7 @@ type apiRoute struct {
 	codes        []pd.Code // error codes besides those every project route has
 	write        bool      // a write: Idempotency-Key stores its answer
 	optionalBody bool      // the body may be left out
+	ranges       bool      // a file served with conditional and range answers (http.ServeContent)
 }
 
 // apiParam is a query parameter.
@@ -171,7 +172,7 @@ var apiRoutes = []apiRoute{
 		data: object(`"deleted","index_name"`, `"deleted":`+boolSchema, `"index_name":`+strSchema), codes: codes(tableCodes, []pd.Code{pd.ErrIndexNotFound, pd.ErrIndexNotManaged})},
 
 	{method: "GET", path: "/projects/{project}/exports", summary: "List exports", status: 200,
-		query: []apiParam{{"status", `{"enum":["ready","not_found","all"]}`, "Which exports; default ready."}, limitParam, offsetParam},
+		query: []apiParam{{"status", `{"enum":["ready","not_found","all"],"default":"all"}`, "Which exports: ready, not_found, or all (the default)."}, limitParam, offsetParam},
 		data:  object(`"exports","total","limit","offset"`, `"exports":{"type":"array","items":`+ref("Export")+`}`, `"total":`+intSchema, `"limit":`+intSchema, `"offset":`+intSchema),
 		codes: []pd.Code{pd.ErrInvalidExportStatus}},
 	{method: "POST", path: "/projects/{project}/exports", summary: "Export a table to a CSV file, or (kind project_export, admin) the whole project database to a SQLite file", status: 201, write: true,
@@ -180,7 +181,7 @@ var apiRoutes = []apiRoute{
 	{method: "DELETE", path: "/projects/{project}/exports/not-found", summary: "Forget exports whose files are gone", status: 200, write: true,
 		data: object(`"deleted_count","project","scope","status"`, `"deleted_count":`+intSchema, `"project":`+strSchema, `"scope":`+strSchema, `"status":`+strSchema)},
 	{method: "GET", path: "/projects/{project}/export/download/{export}", summary: "Download an export's file (ETag, conditional and range requests)", status: 200,
-		media: "*/*", codes: []pd.Code{pd.ErrExportNotFound}},
+		media: "*/*", ranges: true, codes: []pd.Code{pd.ErrExportNotFound, pd.ErrRangeNotSatisfiable}},
 
 	{method: "GET", path: "/projects/{project}/changes", summary: "List changes after a change id", status: 200,
 		query: []apiParam{{"after", `{"type":"integer","minimum":0}`, "Change id to start after; 0 is the beginning."},
@@ -290,6 +291,11 @@ func openAPIDocument() []byte {
 			ok["content"] = map[string]any{rt.media: map[string]any{"schema": raw(strSchema)}}
 		}
 		responses := map[string]any{itoaStatus(rt.status): ok}
+		if rt.ranges {
+			responses["206"] = map[string]any{"description": "The ranges asked for (Range, If-Range)", "content": ok["content"]}
+			responses["304"] = map[string]any{"description": "Not modified (If-None-Match, If-Modified-Since)"}
+			responses["412"] = map[string]any{"description": "Precondition failed (If-Match, If-Unmodified-Since)"}
+		}
 		errCodes := codes(projectCodes, rt.codes)
 		if rt.body != "" {
 			errCodes = codes(errCodes, bodyCodes)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -448,6 +449,69 @@ func (h *Handler) downloadExport(w http.ResponseWriter, r *http.Request, ps http
 	w.Header().Set("Cache-Control", "private, no-cache")
 	// ServeContent sets Content-Length and answers conditional and range
 	// requests against the ETag.
-	http.ServeContent(w, r, "", exp.CreatedAt.Time, f)
+	dw := &downloadWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: h.opts.StreamWriteTimeout}
+	http.ServeContent(dw, r, "", exp.CreatedAt.Time, f)
+	if dw.refused {
+		// ServeContent's own 416 is text: the envelope instead, with
+		// its Content-Range.
+		w.Header().Del("Content-Disposition")
+		return errorf(pd.ErrRangeNotSatisfiable, "the range asked for is not within the file's %d bytes", exp.SizeBytes)
+	}
 	return nil
 }
+
+// downloadChunk is how much of a file one write deadline covers.
+const downloadChunk = 64 << 10
+
+// downloadWriter is what http.ServeContent sends an export's file through.
+// Each chunk of the file is written under its own deadline
+// (Options.StreamWriteTimeout), as a change stream's events are: the
+// server's WriteTimeout, which bounds a whole answer, would cut a large
+// file short however fast the client reads. A 416 answer's status and
+// text body are held back, and refused set, for the handler to answer the
+// envelope.
+type downloadWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	refused bool
+}
+
+func (d *downloadWriter) WriteHeader(status int) {
+	if status == http.StatusRequestedRangeNotSatisfiable {
+		d.refused = true
+		return
+	}
+	d.ResponseWriter.WriteHeader(status)
+}
+
+func (d *downloadWriter) Write(b []byte) (int, error) {
+	if d.refused {
+		return len(b), nil
+	}
+	d.extend()
+	return d.ResponseWriter.Write(b)
+}
+
+// ReadFrom copies the file a chunk at a time, each under a new deadline.
+func (d *downloadWriter) ReadFrom(r io.Reader) (n int64, err error) {
+	if d.refused {
+		return io.Copy(io.Discard, r)
+	}
+	for {
+		d.extend()
+		m, err := io.Copy(d.ResponseWriter, io.LimitReader(r, downloadChunk))
+		n += m
+		if err != nil || m < downloadChunk {
+			return n, err
+		}
+	}
+}
+
+// extend sets the deadline of the next write; a writer without deadlines
+// (http.ErrNotSupported) writes without one. net/http takes the deadline
+// off the connection once the answer is sent.
+func (d *downloadWriter) extend() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (d *downloadWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
