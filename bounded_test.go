@@ -162,3 +162,45 @@ func TestSQLiteLimitsAreBadRequests(t *testing.T) {
 		pdtest.Code(t, err, projectdata.ErrInvalidWhere)
 	})
 }
+
+// TestOneFunctionCallStopsAtTheBudget: SQLite looks at its interrupt only
+// between instructions, and instr, replace and trim compare every place of
+// their text with every place of their pattern in one call: values the
+// result budget allows kept a core busy for minutes past the budget.
+func TestOneFunctionCallStopsAtTheBudget(t *testing.T) {
+	f := newQueryFixture(t, &projectdata.Options{QueryTimeout: 200 * time.Millisecond}, 1)
+	const (
+		as  = `printf('%.*c', 3000000, 'a')`
+		abs = `printf('%.*c', 1000000, 'a') || 'b'`
+	)
+	for _, c := range []struct {
+		sql  string
+		code projectdata.Code
+	}{
+		{`SELECT instr(` + as + `, ` + abs + `) AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT length(replace(` + as + `, ` + abs + `, 'x')) AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT length(trim(printf('%.*c', 200000, 'a'), printf('%.*c', 200000, 'b') || 'a')) AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT length(ltrim(printf('%.*c', 200000, 'a'), printf('%.*c', 200000, 'b') || 'a')) AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT length(rtrim(printf('%.*c', 200000, 'a'), printf('%.*c', 200000, 'b') || 'a')) AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT length(decimal_mul(printf('%.*c', 1000000, '9'), printf('%.*c', 1000000, '9'))) AS n`, projectdata.ErrInvalidRequest},
+		{`SELECT length(DECIMAL_POW2(20000)) AS n`, projectdata.ErrInvalidRequest},
+	} {
+		t.Run(c.sql[:30], func(t *testing.T) {
+			is := is.New(t)
+			done := make(chan error, 1)
+			go func() {
+				_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: c.sql})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				pdtest.Code(t, err, c.code)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the query ran on far past its budget")
+			}
+			res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT instr('abc', 'c') AS i, replace('abc', 'b', 'x') AS r, trim('xax', 'x') AS t`})
+			is.NoErr(err)
+			is.Equal(res.Rows[0], projectdata.Row{"i": int64(3), "r": "axc", "t": "a"})
+		})
+	}
+}
