@@ -166,7 +166,8 @@ func TestSQLiteLimitsAreBadRequests(t *testing.T) {
 // TestOneFunctionCallStopsAtTheBudget: SQLite looks at its interrupt only
 // between instructions, and instr, replace and trim compare every place of
 // their text with every place of their pattern in one call: values the
-// result budget allows kept a core busy for minutes past the budget.
+// result budget allows kept a core busy for minutes past the budget. The
+// functions of SQLite's extensions of that kind are refused.
 func TestOneFunctionCallStopsAtTheBudget(t *testing.T) {
 	f := newQueryFixture(t, &projectdata.Options{QueryTimeout: 200 * time.Millisecond}, 1)
 	const (
@@ -184,6 +185,9 @@ func TestOneFunctionCallStopsAtTheBudget(t *testing.T) {
 		{`SELECT length(rtrim(printf('%.*c', 200000, 'a'), printf('%.*c', 200000, 'b') || 'a')) AS n`, projectdata.ErrQueryBudgetExceeded},
 		{`SELECT length(decimal_mul(printf('%.*c', 1000000, '9'), printf('%.*c', 1000000, '9'))) AS n`, projectdata.ErrInvalidRequest},
 		{`SELECT length(DECIMAL_POW2(20000)) AS n`, projectdata.ErrInvalidRequest},
+		{`SELECT regexp('(a?){300}a{300}x', printf('%.*c', 100000, 'a')) AS n`, projectdata.ErrInvalidRequest},
+		{`SELECT printf('%.*c', 100000, 'a') REGEXP '(a|b|c|d|e|f|g|h){50}x' AS n`, projectdata.ErrInvalidRequest},
+		{`SELECT regexpi('(a?){300}a{300}x', printf('%.*c', 100000, 'a')) AS n`, projectdata.ErrInvalidRequest},
 	} {
 		t.Run(c.sql[:30], func(t *testing.T) {
 			is := is.New(t)

@@ -16,12 +16,15 @@ import (
 // (one read token) holds a core that long. On readers they are replaced by
 // ports of SQLite's own code, with the same answers, that stop with
 // SQLITE_INTERRUPT once the query's budget has run out. The decimal
-// extension's decimal_mul and decimal_pow2 are of the same kind; queries
-// may not call them (see sandbox.authorize).
+// extension's decimal_mul and decimal_pow2, and the regexp extension's
+// matching (an automaton of a state for each character of a pattern of up
+// to MaxLikePattern bytes, over every character of the text: a minute for
+// 100,000 characters), are of the same kind; queries may not call them
+// (see sandbox.authorize).
 
-// slowFunctions are the functions of the decimal extension whose one call
+// slowFunctions are the functions of SQLite's extensions whose one call
 // can outlast any budget.
-var slowFunctions = map[string]bool{"decimal_mul": true, "decimal_pow2": true}
+var slowFunctions = map[string]bool{"decimal_mul": true, "decimal_pow2": true, "regexp": true, "regexpi": true}
 
 // budgetCheckEvery is how many bytes a replaced function compares between
 // two looks at the budget.
