@@ -208,3 +208,16 @@ func TestOneFunctionCallStopsAtTheBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestOneFunctionCallOutOfMemory: a replaced function whose result does
+// not fit the query's heap fails as SQLite's own would, and the next query
+// runs.
+func TestOneFunctionCallOutOfMemory(t *testing.T) {
+	is := is.New(t)
+	f := newQueryFixture(t, &projectdata.Options{QueryMaxMemory: 8 << 20}, 1)
+	_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT length(trim(printf('%.*c', 4000000, 'a') || 'x', 'x')) AS n`})
+	pdtest.Code(t, err, projectdata.ErrQueryBudgetExceeded)
+	res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT length(trim(printf('%.*c', 1000, 'a') || 'x', 'x')) AS n`})
+	is.NoErr(err)
+	is.Equal(res.Rows[0]["n"], int64(1000))
+}

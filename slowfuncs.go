@@ -65,23 +65,30 @@ func (c *conn) budgetSpent(n *int, cost int) bool {
 
 // instr is SQLite's instrFunc.
 func (c *conn) instr(ctx sqlite3.Context, arg ...sqlite3.Value) {
+	defer outOfMemory(ctx)
 	th, tn := arg[0].Type(), arg[1].Type()
 	if th == sqlite3.NULL || tn == sqlite3.NULL {
 		ctx.ResultNull()
 		return
 	}
 	var hay, needle []byte
-	isText := true
+	isText, ok1, ok2 := true, true, true
 	switch {
 	case th == sqlite3.BLOB && tn == sqlite3.BLOB:
 		hay, needle, isText = arg[0].Blob(nil), arg[1].Blob(nil), false
 	case th != sqlite3.BLOB && tn != sqlite3.BLOB:
-		hay, needle = []byte(arg[0].Text()), []byte(arg[1].Text())
+		hay, ok1 = textOf(arg[0])
+		needle, ok2 = textOf(arg[1])
 	default: // one blob: both as text, without changing the arguments
 		h, n := arg[0].Dup(), arg[1].Dup()
-		hay, needle = []byte(h.Text()), []byte(n.Text())
+		hay, ok1 = textOf(*h)
+		needle, ok2 = textOf(*n)
 		h.Close()
 		n.Close()
+	}
+	if !ok1 || !ok2 {
+		ctx.ResultError(sqlite3.NOMEM)
+		return
 	}
 	pos := 1
 	if len(needle) > 0 {
@@ -106,22 +113,32 @@ func (c *conn) instr(ctx sqlite3.Context, arg ...sqlite3.Value) {
 
 // replace is SQLite's replaceFunc.
 func (c *conn) replace(ctx sqlite3.Context, arg ...sqlite3.Value) {
+	defer outOfMemory(ctx)
 	if arg[0].Type() == sqlite3.NULL || arg[1].Type() == sqlite3.NULL {
 		ctx.ResultNull()
 		return
 	}
-	str := arg[0].Text()
-	pattern := arg[1].RawText()
+	b, ok1 := textOf(arg[0])
+	pattern, ok2 := textOf(arg[1])
+	if !ok1 || !ok2 {
+		ctx.ResultError(sqlite3.NOMEM)
+		return
+	}
+	str := string(b)
 	if len(pattern) == 0 || pattern[0] == 0 {
 		ctx.ResultText(str)
 		return
 	}
-	pattern = bytes.Clone(pattern)
 	if arg[2].Type() == sqlite3.NULL {
 		ctx.ResultNull()
 		return
 	}
-	rep := arg[2].Text()
+	r, ok := textOf(arg[2])
+	if !ok {
+		ctx.ResultError(sqlite3.NOMEM)
+		return
+	}
+	rep := string(r)
 	limit := ctx.Conn().Limit(sqlite3.LIMIT_LENGTH, -1)
 	var out []byte
 	steps := 0
@@ -153,12 +170,17 @@ func (c *conn) replace(ctx sqlite3.Context, arg ...sqlite3.Value) {
 // trim is SQLite's trimFunc with a set of characters: mode 1 trims the
 // left, 2 the right, 3 both.
 func (c *conn) trim(ctx sqlite3.Context, mode int, arg []sqlite3.Value) {
+	defer outOfMemory(ctx)
 	if arg[0].Type() == sqlite3.NULL || arg[1].Type() == sqlite3.NULL {
 		ctx.ResultNull()
 		return
 	}
-	in := []byte(arg[0].Text())
-	set := arg[1].RawText()
+	in, ok1 := textOf(arg[0])
+	set, ok2 := textOf(arg[1])
+	if !ok1 || !ok2 {
+		ctx.ResultError(sqlite3.NOMEM)
+		return
+	}
 	if i := bytes.IndexByte(set, 0); i >= 0 {
 		set = set[:i] // SQLite reads the set up to its first NUL
 	}
@@ -172,7 +194,7 @@ func (c *conn) trim(ctx sqlite3.Context, mode int, arg []sqlite3.Value) {
 				z++
 			}
 		}
-		chars = append(chars, bytes.Clone(set[start:z]))
+		chars = append(chars, set[start:z])
 	}
 	steps := 0
 	match := func(at func(n int) []byte) (int, bool) {
@@ -223,4 +245,23 @@ func (c *conn) trim(ctx sqlite3.Context, mode int, arg []sqlite3.Value) {
 		}
 	}
 	ctx.ResultRawText(in)
+}
+
+// textOf returns a copy of v as text, and false when SQLite ran out of
+// memory making it.
+func textOf(v sqlite3.Value) ([]byte, bool) {
+	b := v.RawText()
+	return bytes.Clone(b), b != nil
+}
+
+// outOfMemory, deferred, turns the driver's panic when SQLite's heap is
+// full (making a result) into SQLite's own out-of-memory error of the
+// function, before the panic unwinds through SQLite.
+func outOfMemory(ctx sqlite3.Context) {
+	if r := recover(); r != nil {
+		if !isOutOfMemory(r) {
+			panic(r)
+		}
+		ctx.ResultError(sqlite3.NOMEM)
+	}
 }
