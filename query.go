@@ -698,7 +698,7 @@ func bindQueryParams(st *sqlite3.Stmt, req QueryRequest) error {
 		}
 		return nil
 	}
-	used := 0
+	used := map[string]bool{} // one name may appear as :name, @name and $name
 	for i := 1; i <= n; i++ {
 		name := st.BindName(i)
 		if name == "" || name[0] == '?' {
@@ -708,7 +708,7 @@ func bindQueryParams(st *sqlite3.Stmt, req QueryRequest) error {
 		if !ok {
 			return errorf(ErrInvalidRequest, "parameter %s has no value in params", name)
 		}
-		used++
+		used[name[1:]] = true
 		v, err := paramValue(a)
 		if err != nil {
 			return errorf(ErrInvalidRequest, "parameter %s: %s", name, err)
@@ -717,8 +717,8 @@ func bindQueryParams(st *sqlite3.Stmt, req QueryRequest) error {
 			return err
 		}
 	}
-	if used != len(req.Named) {
-		return errorf(ErrInvalidRequest, "params name %d values but the statement uses %d", len(req.Named), used)
+	if len(used) != len(req.Named) {
+		return errorf(ErrInvalidRequest, "params name %d values but the statement uses %d", len(req.Named), len(used))
 	}
 	return nil
 }
