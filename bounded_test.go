@@ -188,6 +188,12 @@ func TestOneFunctionCallStopsAtTheBudget(t *testing.T) {
 		{`SELECT regexp('(a?){300}a{300}x', printf('%.*c', 100000, 'a')) AS n`, projectdata.ErrInvalidRequest},
 		{`SELECT printf('%.*c', 100000, 'a') REGEXP '(a|b|c|d|e|f|g|h){50}x' AS n`, projectdata.ErrInvalidRequest},
 		{`SELECT regexpi('(a?){300}a{300}x', printf('%.*c', 100000, 'a')) AS n`, projectdata.ErrInvalidRequest},
+		{`WITH a(j) AS MATERIALIZED (SELECT json_group_object('a' || value, 1) FROM generate_series(1, 30000)),
+			b(j) AS MATERIALIZED (SELECT json_group_object('b' || value, 1) FROM generate_series(1, 30000))
+			SELECT length(json_patch(a.j, b.j)) AS n FROM a, b`, projectdata.ErrInvalidRequest},
+		{`WITH a(j) AS MATERIALIZED (SELECT jsonb_group_object('a' || value, 1) FROM generate_series(1, 30000)),
+			b(j) AS MATERIALIZED (SELECT jsonb_group_object('b' || value, 1) FROM generate_series(1, 30000))
+			SELECT length(jsonb_patch(a.j, b.j)) AS n FROM a, b`, projectdata.ErrInvalidRequest},
 	} {
 		t.Run(c.sql[:30], func(t *testing.T) {
 			is := is.New(t)

@@ -179,8 +179,8 @@ type QueryResult struct {
 // (the message names the full scans of the plan), ErrQueryResultTooLarge,
 // ErrInvalidRequest (no statement, bad SQL, parameters that do not match,
 // more than 64 SELECTs or an expression more than 128 deep: SQLite's own
-// stack holds no more; a call of decimal_mul, decimal_pow2 or regexp
-// (REGEXP), which the budget cannot stop), ErrProjectNotFound,
+// stack holds no more; a call of decimal_mul, decimal_pow2, regexp (REGEXP)
+// or json_patch, which the budget cannot stop), ErrProjectNotFound,
 // ErrPermissionDenied.
 func (s *Store) Query(ctx context.Context, slug string, req QueryRequest) (QueryResult, error) {
 	return s.query(ctx, slug, req, nil)
