@@ -205,6 +205,9 @@ func TestOneFunctionCallStopsAtTheBudget(t *testing.T) {
 			select {
 			case err := <-done:
 				pdtest.Code(t, err, c.code)
+				if c.code == projectdata.ErrInvalidRequest {
+					is.True(strings.Contains(err.Error(), "can outlast any execution budget"))
+				}
 			case <-time.After(30 * time.Second):
 				t.Fatal("the query ran on far past its budget")
 			}

@@ -578,7 +578,7 @@ func (q *queryRun) prepareError(sb *sandbox, err error) error {
 		return q.ctx.Err()
 	case interrupted:
 		return q.budgetError()
-	case errors.Is(err, sqlite3.AUTH):
+	case errors.Is(err, sqlite3.AUTH), sb.deniedFunction != "": // a function denied fails as SQLITE_ERROR
 		return sb.err()
 	case errors.Is(err, sqlite3.TOOBIG):
 		return errorf(ErrInvalidRequest, "the statement is larger than SQLite allows")
