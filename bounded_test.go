@@ -162,3 +162,71 @@ func TestSQLiteLimitsAreBadRequests(t *testing.T) {
 		pdtest.Code(t, err, projectdata.ErrInvalidWhere)
 	})
 }
+
+// TestOneFunctionCallStopsAtTheBudget: SQLite looks at its interrupt only
+// between instructions, and instr, replace and trim compare every place of
+// their text with every place of their pattern in one call: values the
+// result budget allows kept a core busy for minutes past the budget. The
+// functions of SQLite's extensions of that kind are refused.
+func TestOneFunctionCallStopsAtTheBudget(t *testing.T) {
+	f := newQueryFixture(t, &projectdata.Options{QueryTimeout: 200 * time.Millisecond}, 1)
+	const (
+		as  = `printf('%.*c', 3000000, 'a')`
+		abs = `printf('%.*c', 1000000, 'a') || 'b'`
+	)
+	for _, c := range []struct {
+		sql  string
+		code projectdata.Code
+	}{
+		{`SELECT instr(` + as + `, ` + abs + `) AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT length(replace(` + as + `, ` + abs + `, 'x')) AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT length(trim(printf('%.*c', 200000, 'a'), printf('%.*c', 200000, 'b') || 'a')) AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT length(ltrim(printf('%.*c', 200000, 'a'), printf('%.*c', 200000, 'b') || 'a')) AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT length(rtrim(printf('%.*c', 200000, 'a'), printf('%.*c', 200000, 'b') || 'a')) AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT length(decimal_mul(printf('%.*c', 1000000, '9'), printf('%.*c', 1000000, '9'))) AS n`, projectdata.ErrInvalidRequest},
+		{`SELECT length(DECIMAL_POW2(20000)) AS n`, projectdata.ErrInvalidRequest},
+		{`SELECT regexp('(a?){300}a{300}x', printf('%.*c', 100000, 'a')) AS n`, projectdata.ErrInvalidRequest},
+		{`SELECT printf('%.*c', 100000, 'a') REGEXP '(a|b|c|d|e|f|g|h){50}x' AS n`, projectdata.ErrInvalidRequest},
+		{`SELECT regexpi('(a?){300}a{300}x', printf('%.*c', 100000, 'a')) AS n`, projectdata.ErrInvalidRequest},
+		{`WITH a(j) AS MATERIALIZED (SELECT json_group_object('a' || value, 1) FROM generate_series(1, 30000)),
+			b(j) AS MATERIALIZED (SELECT json_group_object('b' || value, 1) FROM generate_series(1, 30000))
+			SELECT length(json_patch(a.j, b.j)) AS n FROM a, b`, projectdata.ErrInvalidRequest},
+		{`WITH a(j) AS MATERIALIZED (SELECT jsonb_group_object('a' || value, 1) FROM generate_series(1, 30000)),
+			b(j) AS MATERIALIZED (SELECT jsonb_group_object('b' || value, 1) FROM generate_series(1, 30000))
+			SELECT length(jsonb_patch(a.j, b.j)) AS n FROM a, b`, projectdata.ErrInvalidRequest},
+	} {
+		t.Run(c.sql[:30], func(t *testing.T) {
+			is := is.New(t)
+			done := make(chan error, 1)
+			go func() {
+				_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: c.sql})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				pdtest.Code(t, err, c.code)
+				if c.code == projectdata.ErrInvalidRequest {
+					is.True(strings.Contains(err.Error(), "can outlast any execution budget"))
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the query ran on far past its budget")
+			}
+			res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT instr('abc', 'c') AS i, replace('abc', 'b', 'x') AS r, trim('xax', 'x') AS t`})
+			is.NoErr(err)
+			is.Equal(res.Rows[0], projectdata.Row{"i": int64(3), "r": "axc", "t": "a"})
+		})
+	}
+}
+
+// TestOneFunctionCallOutOfMemory: a replaced function whose result does
+// not fit the query's heap fails as SQLite's own would, and the next query
+// runs.
+func TestOneFunctionCallOutOfMemory(t *testing.T) {
+	is := is.New(t)
+	f := newQueryFixture(t, &projectdata.Options{QueryMaxMemory: 8 << 20}, 1)
+	_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT length(trim(printf('%.*c', 4000000, 'a') || 'x', 'x')) AS n`})
+	pdtest.Code(t, err, projectdata.ErrQueryBudgetExceeded)
+	res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT length(trim(printf('%.*c', 1000, 'a') || 'x', 'x')) AS n`})
+	is.NoErr(err)
+	is.Equal(res.Rows[0]["n"], int64(1000))
+}

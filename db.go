@@ -446,6 +446,9 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 		if err != nil {
 			return err
 		}
+		if err := c.registerBoundedFunctions(); err != nil {
+			return err
+		}
 	} else {
 		pragmas = `PRAGMA journal_mode=WAL; ` + pragmas
 		if verifyChangeLog {

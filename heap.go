@@ -85,11 +85,18 @@ func recoverDriverPanic(c *conn, err *error) {
 	}
 	c.discard = true
 	switch {
-	case strings.Contains(e.Error(), "out of memory"):
+	case isOutOfMemory(r):
 		*err = errQueryHeap
 	case strings.Contains(e.Error(), "NUL terminator"):
 		*err = errorf(ErrInvalidRequest, "the statement holds a name or text longer than SQLite allows (1,000,000 bytes)")
 	default:
 		panic(r)
 	}
+}
+
+// isOutOfMemory reports whether r, recovered, is the driver's panic when
+// SQLite's heap is full.
+func isOutOfMemory(r any) bool {
+	e, ok := r.(error)
+	return ok && strings.HasPrefix(e.Error(), "sqlite3: ") && strings.Contains(e.Error(), "out of memory")
 }

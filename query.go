@@ -179,7 +179,9 @@ type QueryResult struct {
 // (the message names the full scans of the plan), ErrQueryResultTooLarge,
 // ErrInvalidRequest (no statement, bad SQL, parameters that do not match,
 // more than 64 SELECTs or an expression more than 128 deep: SQLite's own
-// stack holds no more), ErrProjectNotFound, ErrPermissionDenied.
+// stack holds no more; a call of decimal_mul, decimal_pow2, regexp (REGEXP)
+// or json_patch, which the budget cannot stop), ErrProjectNotFound,
+// ErrPermissionDenied.
 func (s *Store) Query(ctx context.Context, slug string, req QueryRequest) (QueryResult, error) {
 	return s.query(ctx, slug, req, nil)
 }
@@ -262,6 +264,8 @@ type sandbox struct {
 	sc          *schema
 	deniedTable string
 	deniedOther bool
+	// deniedFunction is a function no query may call (see slowFunctions).
+	deniedFunction string
 	// budget, when set, ends preparation too: SQLite asks the authorizer
 	// all along planning, and a denial stops it.
 	budget  context.Context
@@ -282,13 +286,21 @@ func isPragmaFunction(name string) bool {
 	return strings.HasPrefix(strings.ToLower(name), "pragma_")
 }
 
-func (sb *sandbox) authorize(action sqlite3.AuthorizerActionCode, name3rd, _, schema, _ string) sqlite3.AuthorizerReturnCode {
+func (sb *sandbox) authorize(action sqlite3.AuthorizerActionCode, name3rd, name4th, schema, _ string) sqlite3.AuthorizerReturnCode {
 	if sb.budget != nil && sb.budget.Err() != nil {
 		sb.expired = true
 		return sqlite3.AUTH_DENY
 	}
 	switch action {
-	case sqlite3.AUTH_SELECT, sqlite3.AUTH_FUNCTION, sqlite3.AUTH_RECURSIVE:
+	case sqlite3.AUTH_FUNCTION:
+		if slowFunctions[strings.ToLower(name4th)] {
+			if sb.deniedFunction == "" {
+				sb.deniedFunction = strings.ToLower(name4th)
+			}
+			return sqlite3.AUTH_DENY
+		}
+		return sqlite3.AUTH_OK
+	case sqlite3.AUTH_SELECT, sqlite3.AUTH_RECURSIVE:
 		return sqlite3.AUTH_OK
 	case sqlite3.AUTH_READ:
 		if sb.readable(name3rd, schema) {
@@ -334,6 +346,9 @@ func (sb *sandbox) readable(table, schema string) bool {
 func (sb *sandbox) err() error {
 	if sb.deniedTable != "" {
 		return errorf(ErrQueryTableDenied, "the query reads %.80q, which is not an application table of this project", sb.deniedTable)
+	}
+	if sb.deniedFunction != "" {
+		return errorf(ErrInvalidRequest, "queries may not call %s: one call of it can outlast any execution budget", sb.deniedFunction)
 	}
 	return errorf(ErrWriteSQLForbidden, "the statement does something other than read application tables")
 }
@@ -563,7 +578,7 @@ func (q *queryRun) prepareError(sb *sandbox, err error) error {
 		return q.ctx.Err()
 	case interrupted:
 		return q.budgetError()
-	case errors.Is(err, sqlite3.AUTH):
+	case errors.Is(err, sqlite3.AUTH), sb.deniedFunction != "": // a function denied fails as SQLITE_ERROR
 		return sb.err()
 	case errors.Is(err, sqlite3.TOOBIG):
 		return errorf(ErrInvalidRequest, "the statement is larger than SQLite allows")
@@ -683,7 +698,7 @@ func bindQueryParams(st *sqlite3.Stmt, req QueryRequest) error {
 		}
 		return nil
 	}
-	used := 0
+	used := map[string]bool{} // one name may appear as :name, @name and $name
 	for i := 1; i <= n; i++ {
 		name := st.BindName(i)
 		if name == "" || name[0] == '?' {
@@ -693,7 +708,7 @@ func bindQueryParams(st *sqlite3.Stmt, req QueryRequest) error {
 		if !ok {
 			return errorf(ErrInvalidRequest, "parameter %s has no value in params", name)
 		}
-		used++
+		used[name[1:]] = true
 		v, err := paramValue(a)
 		if err != nil {
 			return errorf(ErrInvalidRequest, "parameter %s: %s", name, err)
@@ -702,8 +717,8 @@ func bindQueryParams(st *sqlite3.Stmt, req QueryRequest) error {
 			return err
 		}
 	}
-	if used != len(req.Named) {
-		return errorf(ErrInvalidRequest, "params name %d values but the statement uses %d", len(req.Named), used)
+	if len(used) != len(req.Named) {
+		return errorf(ErrInvalidRequest, "params name %d values but the statement uses %d", len(req.Named), len(used))
 	}
 	return nil
 }

@@ -69,6 +69,7 @@ func TestQueryAccepts(t *testing.T) {
 		{"TrailingSemicolonAndComment", projectdata.QueryRequest{SQL: "SELECT 1; -- done"}, 1},
 		{"PositionalParams", projectdata.QueryRequest{SQL: `SELECT * FROM orders WHERE qty = ? AND customer_id = ?`, Args: []any{json.Number("3"), int64(2)}}, 2},
 		{"NamedParams", projectdata.QueryRequest{SQL: `SELECT * FROM orders WHERE qty = :qty`, Named: map[string]any{"qty": json.Number("4")}}, 2},
+		{"NamedParamsUnderTwoPrefixes", projectdata.QueryRequest{SQL: `SELECT * FROM orders WHERE qty = :qty OR qty = @qty + 1`, Named: map[string]any{"qty": json.Number("4")}}, 4},
 		{"CTEShadowingAControlTableReadsTheCTE", projectdata.QueryRequest{SQL: `WITH _pd_tokens AS (SELECT 'mine' AS name) SELECT name FROM _pd_tokens`}, 1},
 		{"JSONEach", projectdata.QueryRequest{SQL: `SELECT value FROM json_each('[1,2,3]')`}, 3},
 		{"Functions", projectdata.QueryRequest{SQL: `SELECT upper(item), length(item), replace(item, 'item', 'x') FROM orders LIMIT 2`}, 2},
