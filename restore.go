@@ -93,19 +93,44 @@ func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, 
 // write-ahead log beside it (src-wal, not empty: a project database in use,
 // or left so by a crash) is copied by SQLite's backup API on a read-only
 // connection instead, so that the copy holds the commits still in the log,
-// as of one commit even while another process writes to it.
+// as of one commit even while another process writes to it. So is a source
+// that changed while it was copied (another process opened it, wrote and
+// checkpointed into the file): that copy mixes pages of two versions.
 func copyRestoreSource(ctx context.Context, src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return errorf(ErrInvalidRequest, "restore source %q cannot be opened: %v", src, pathErrorReason(err))
 	}
 	defer in.Close()
-	if info, err := in.Stat(); err != nil || !info.Mode().IsRegular() {
+	before, err := in.Stat()
+	if err != nil || !before.Mode().IsRegular() {
 		return errorf(ErrInvalidRequest, "restore source %q is not a regular file", src)
 	}
-	if info, err := os.Stat(src + "-wal"); err == nil && info.Size() > 0 {
+	if walInUse(src) {
 		return backupRestoreSource(ctx, src, dst)
 	}
+	if err := copyFile(ctx, in, dst); err != nil {
+		return err
+	}
+	after, err := os.Stat(src)
+	if err == nil && os.SameFile(before, after) && after.Size() == before.Size() && after.ModTime().Equal(before.ModTime()) && !walInUse(src) {
+		return nil
+	}
+	if err := os.Remove(dst); err != nil {
+		return errors.Wrap(err, "remove torn copy of restore source")
+	}
+	return backupRestoreSource(ctx, src, dst)
+}
+
+// walInUse reports whether the database path has a write-ahead log beside
+// it that is not empty.
+func walInUse(path string) bool {
+	info, err := os.Stat(path + "-wal")
+	return err == nil && info.Size() > 0
+}
+
+// copyFile copies in to the new file dst.
+func copyFile(ctx context.Context, in io.Reader, dst string) error {
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return errors.Wrap(err, "create restored database")
