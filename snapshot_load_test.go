@@ -265,3 +265,46 @@ func rawStrings(t *testing.T, c *sqlite3.Conn, sql string) []string {
 	}
 	return out
 }
+
+// TestSnapshotSizes: a snapshot of a project without tables, of tables
+// without rows, and of many tables with indexes, restores whole.
+func TestSnapshotSizes(t *testing.T) {
+	for _, tables := range []int{0, 1, 120} {
+		t.Run(fmt.Sprint(tables, "Tables"), func(t *testing.T) {
+			is := is.New(t)
+			s, _ := pdtest.NewProject(t, nil)
+			for i := range tables {
+				name := fmt.Sprintf("t%d", i)
+				_, _, err := s.CreateTable(ctx, "acme", projectdata.TableDef{Name: name, Columns: []projectdata.ColumnDef{
+					{Name: "a", Unique: true}, {Name: "b", Type: projectdata.TypeInteger}, {Name: "c"},
+				}})
+				is.NoErr(err)
+				_, err = s.CreateIndex(ctx, "acme", name, projectdata.IndexRequest{Columns: []string{"b", "c"}})
+				is.NoErr(err)
+				if i%2 == 1 {
+					_, err = s.Insert(ctx, "acme", name, []projectdata.Row{{"a": "x", "b": i}})
+					is.NoErr(err)
+				}
+			}
+			e, err := s.CreateProjectExport(ctx, "acme")
+			is.NoErr(err)
+			is.Equal(*e.TableCount, int64(tables))
+			is.Equal(e.RowCount, int64(tables/2))
+			_, f, err := s.OpenExport(ctx, "acme", e.ID)
+			is.NoErr(err)
+			f.Close()
+			dst, dstDir := pdtest.Open(t, nil)
+			_, err = dst.RestoreProject(ctx, "copy", f.Name())
+			is.NoErr(err)
+			got, err := dst.ListTables(ctx, "copy")
+			is.NoErr(err)
+			is.Equal(len(got), tables)
+			pdtest.CheckRowCounts(t, dstDir, "copy")
+			for _, tb := range got {
+				_, ix, err := dst.ListIndexes(ctx, "copy", tb.Name)
+				is.NoErr(err)
+				is.True(len(ix) >= 1)
+			}
+		})
+	}
+}
