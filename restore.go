@@ -51,7 +51,8 @@ import (
 //
 // Errors: ErrInvalidProjectSlug, ErrProjectExists, ErrInvalidRequest (src
 // is missing, unreadable or not a sound project database),
-// ErrPermissionDenied (a caller in ctx).
+// ErrPermissionDenied (a caller in ctx), ErrServerBusy (no file descriptor
+// free, or src locked by another process past Options.BusyTimeout).
 func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, error) {
 	if err := validateSlug(slug); err != nil {
 		return Project{}, err
@@ -99,6 +100,9 @@ func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, 
 func copyRestoreSource(ctx context.Context, src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
+		if busy := unavailable(err); busy != nil {
+			return busy
+		}
 		return errorf(ErrInvalidRequest, "restore source %q cannot be opened: %v", src, pathErrorReason(err))
 	}
 	defer in.Close()
@@ -159,8 +163,24 @@ func backupRestoreSource(ctx context.Context, src, dst string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if busy := unavailable(err); busy != nil {
+		return busy
+	}
 	if err != nil {
 		return errorf(ErrInvalidRequest, "the restore source is not a sound project database: with its write-ahead log, %s", sqliteMessage(err))
+	}
+	return nil
+}
+
+// unavailable is err as ErrServerBusy when it is a want of what the process
+// shares (see busyIfUnavailable: file descriptors, a lock another process
+// holds), not a fault of the restore source; else nil.
+func unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	if busy := busyIfUnavailable(err); ErrorCode(busy) == ErrServerBusy {
+		return busy
 	}
 	return nil
 }
@@ -200,6 +220,9 @@ func (s *Store) adoptRestored(ctx context.Context, path, slug string) (proj Proj
 	}
 	c, err := openConn(path, false, s.opts.BusyTimeout)
 	if err != nil {
+		if busy := unavailable(err); busy != nil {
+			return proj, busy
+		}
 		return proj, unsound("%s", sqliteMessage(err))
 	}
 	c.db.SetInterrupt(ctx) // integrity_check reads the whole file
