@@ -166,10 +166,21 @@ func backupRestoreSource(ctx context.Context, src, dst string) error {
 	if busy := unavailable(err); busy != nil {
 		return busy
 	}
+	if writeFailure(err) {
+		return errors.Wrap(err, "write restored database")
+	}
 	if err != nil {
 		return errorf(ErrInvalidRequest, "the restore source is not a sound project database: with its write-ahead log, %s", sqliteMessage(err))
 	}
 	return nil
+}
+
+// writeFailure reports whether err is SQLite's failure to write a file
+// (the disk full, the file size limit): a fault of the restore's copy, not
+// of its source.
+func writeFailure(err error) bool {
+	return errors.Is(err, sqlite3.FULL) || errors.Is(err, sqlite3.IOERR_WRITE) || errors.Is(err, sqlite3.IOERR_FSYNC) ||
+		errors.Is(err, sqlite3.IOERR_TRUNCATE)
 }
 
 // unavailable is err as ErrServerBusy when it is a want of what the process
@@ -265,6 +276,9 @@ func (s *Store) adoptRestored(ctx context.Context, path, slug string) (proj Proj
 		return proj, unsound("its project name %.60q is not valid", src.Name)
 	}
 	if err := migrate(c); err != nil {
+		if writeFailure(err) {
+			return proj, errors.Wrap(err, "migrate restored database")
+		}
 		return proj, unsound("%s", err)
 	}
 	sc, reason, err := checkRestoredSchema(c)
