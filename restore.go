@@ -229,12 +229,20 @@ func (s *Store) adoptRestored(ctx context.Context, path, slug string) (proj Proj
 		}
 		return errorf(ErrInvalidRequest, "the restore source is not a sound project database: "+reason, args...)
 	}
+	// failed is SQLite's error err on the copy: the server's want of
+	// descriptors or disk space, or else the source's unsoundness.
+	failed := func(err error) error {
+		if busy := unavailable(err); busy != nil {
+			return busy
+		}
+		if writeFailure(err) {
+			return errors.Wrap(err, "write restored database")
+		}
+		return unsound("%s", sqliteMessage(err))
+	}
 	c, err := openConn(path, false, s.opts.BusyTimeout)
 	if err != nil {
-		if busy := unavailable(err); busy != nil {
-			return proj, busy
-		}
-		return proj, unsound("%s", sqliteMessage(err))
+		return proj, failed(err)
 	}
 	c.db.SetInterrupt(ctx) // integrity_check reads the whole file
 	defer func() {
@@ -251,14 +259,14 @@ func (s *Store) adoptRestored(ctx context.Context, path, slug string) (proj Proj
 		return nil
 	})
 	if err != nil {
-		return proj, unsound("%s", sqliteMessage(err))
+		return proj, failed(err)
 	}
 	if len(problems) > 0 {
 		return proj, unsound("integrity_check: %q", problems)
 	}
 	check := func(reason string, err error) error {
 		if err != nil {
-			return unsound("%s", sqliteMessage(err))
+			return failed(err)
 		}
 		if reason != "" {
 			return unsound("%s", reason)
@@ -277,7 +285,7 @@ func (s *Store) adoptRestored(ctx context.Context, path, slug string) (proj Proj
 	}
 	if err := migrate(c); err != nil {
 		if writeFailure(err) {
-			return proj, errors.Wrap(err, "migrate restored database")
+			return proj, failed(err)
 		}
 		return proj, unsound("%s", err)
 	}
