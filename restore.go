@@ -110,20 +110,25 @@ func copyRestoreSource(ctx context.Context, src, dst string) error {
 	if err != nil || !before.Mode().IsRegular() {
 		return errorf(ErrInvalidRequest, "restore source %q is not a regular file", src)
 	}
-	if walInUse(src) {
-		return backupRestoreSource(ctx, src, dst)
+	// The log is beside the database, not beside a link to it.
+	db := src
+	if real, err := filepath.EvalSymlinks(src); err == nil {
+		db = real
+	}
+	if walInUse(db) {
+		return backupRestoreSource(ctx, db, dst)
 	}
 	if err := copyFile(ctx, in, dst); err != nil {
 		return err
 	}
-	after, err := os.Stat(src)
-	if err == nil && os.SameFile(before, after) && after.Size() == before.Size() && after.ModTime().Equal(before.ModTime()) && !walInUse(src) {
+	after, err := os.Stat(db)
+	if err == nil && os.SameFile(before, after) && after.Size() == before.Size() && after.ModTime().Equal(before.ModTime()) && !walInUse(db) {
 		return nil
 	}
 	if err := os.Remove(dst); err != nil {
 		return errors.Wrap(err, "remove torn copy of restore source")
 	}
-	return backupRestoreSource(ctx, src, dst)
+	return backupRestoreSource(ctx, db, dst)
 }
 
 // walInUse reports whether the database path has a write-ahead log beside
@@ -152,7 +157,7 @@ func copyFile(ctx context.Context, in io.Reader, dst string) error {
 // backupRestoreSource copies the database src, its write-ahead log
 // included, to dst with SQLite's backup API.
 func backupRestoreSource(ctx context.Context, src, dst string) error {
-	db, err := sqlite3.OpenFlags(src, sqlite3.OPEN_READONLY|sqlite3.OPEN_EXRESCODE) // a link is followed, as for a copy
+	db, err := sqlite3.OpenFlags(src, sqlite3.OPEN_READONLY|sqlite3.OPEN_EXRESCODE)
 	if err == nil {
 		db.SetInterrupt(ctx)
 		err = db.Backup("main", dst)
