@@ -1,0 +1,37 @@
+package projectdata_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// TestExportOfARemovedProjectLeavesNoFolder: an export (CSV or snapshot)
+// that runs just after the project's folder was removed (by an operator
+// about to restore it), before the Store noticed, fails and makes no
+// folder of that slug again, which would stand in the restore's way.
+func TestExportOfARemovedProjectLeavesNoFolder(t *testing.T) {
+	for _, kind := range []string{"table", "project"} {
+		t.Run(kind, func(t *testing.T) {
+			is := is.New(t)
+			s, dir := pdtest.Open(t, nil)
+			_, _, err := s.CreateProject(ctx, "acme", "")
+			is.NoErr(err)
+			_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+			is.NoErr(err)
+			is.NoErr(os.RemoveAll(filepath.Join(dir, "acme")))
+			if kind == "table" {
+				_, err = s.CreateExport(ctx, "acme", "notes", "csv")
+			} else {
+				_, err = s.CreateProjectExport(ctx, "acme")
+			}
+			is.Equal(dataFolder(t, dir), []string{})
+			pdtest.Code(t, err, projectdata.ErrProjectNotFound)
+		})
+	}
+}
