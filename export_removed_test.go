@@ -35,3 +35,22 @@ func TestExportOfARemovedProjectLeavesNoFolder(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOfARemovedProjectIsNotFound: a read that needs a new connection
+// just after the project's folder was removed, before the Store noticed,
+// is project_not_found, not an internal error.
+func TestReadOfARemovedProjectIsNotFound(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.Open(t, nil)
+	_, _, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "x"}})
+	is.NoErr(err)
+	is.NoErr(os.RemoveAll(filepath.Join(dir, "acme")))
+	_, err = s.ListRecords(ctx, "acme", "notes", projectdata.ListOptions{})
+	pdtest.Code(t, err, projectdata.ErrProjectNotFound)
+	_, err = s.GetRecord(ctx, "acme", "notes", 1)
+	pdtest.Code(t, err, projectdata.ErrProjectNotFound)
+}
