@@ -98,6 +98,10 @@ func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, 
 // that changed while it was copied (another process opened it, wrote and
 // checkpointed into the file): that copy mixes pages of two versions.
 func copyRestoreSource(ctx context.Context, src, dst string) error {
+	// Looked at before it is opened: opening a FIFO waits for a writer.
+	if info, err := os.Stat(src); err == nil && !info.Mode().IsRegular() {
+		return errorf(ErrInvalidRequest, "restore source %q is not a regular file", src)
+	}
 	in, err := os.Open(src)
 	if err != nil {
 		if busy := unavailable(err); busy != nil {
