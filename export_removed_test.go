@@ -12,7 +12,7 @@ import (
 )
 
 // TestExportOfARemovedProjectLeavesNoFolder: an export (CSV or snapshot)
-// that runs just after the project's folder was removed (by an operator
+// that runs just after the project's folder was moved away (by an operator
 // about to restore it), before the Store noticed, fails and makes no
 // folder of that slug again, which would stand in the restore's way.
 func TestExportOfARemovedProjectLeavesNoFolder(t *testing.T) {
@@ -24,7 +24,7 @@ func TestExportOfARemovedProjectLeavesNoFolder(t *testing.T) {
 			is.NoErr(err)
 			_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
 			is.NoErr(err)
-			is.NoErr(os.RemoveAll(filepath.Join(dir, "acme")))
+			is.NoErr(os.Rename(filepath.Join(dir, "acme"), filepath.Join(t.TempDir(), "acme"))) // moved away at once, as an operator does
 			if kind == "table" {
 				_, err = s.CreateExport(ctx, "acme", "notes", "csv")
 			} else {
@@ -48,7 +48,7 @@ func TestReadOfARemovedProjectIsNotFound(t *testing.T) {
 	is.NoErr(err)
 	_, err = s.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "x"}})
 	is.NoErr(err)
-	is.NoErr(os.RemoveAll(filepath.Join(dir, "acme")))
+	is.NoErr(os.Rename(filepath.Join(dir, "acme"), filepath.Join(t.TempDir(), "acme"))) // moved away at once, as an operator does
 	_, err = s.ListRecords(ctx, "acme", "notes", projectdata.ListOptions{})
 	pdtest.Code(t, err, projectdata.ErrProjectNotFound)
 	_, err = s.GetRecord(ctx, "acme", "notes", 1)
