@@ -52,7 +52,8 @@ import (
 // Errors: ErrInvalidProjectSlug, ErrProjectExists, ErrInvalidRequest (src
 // is missing, unreadable or not a sound project database),
 // ErrPermissionDenied (a caller in ctx), ErrServerBusy (no file descriptor
-// free, or src locked by another process past Options.BusyTimeout).
+// free, or src locked by another process past Options.BusyTimeout),
+// ErrStoreClosed.
 func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, error) {
 	if err := validateSlug(slug); err != nil {
 		return Project{}, err
@@ -63,6 +64,10 @@ func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, 
 	if err := ctx.Err(); err != nil {
 		return Project{}, err
 	}
+	if err := s.begin(); err != nil {
+		return Project{}, err
+	}
+	defer s.end()
 	tmp, err := s.stageProject(slug, stagingRestore)
 	if err != nil {
 		return Project{}, err

@@ -3,6 +3,7 @@ package projectdata_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -84,4 +85,38 @@ func TestRestoreOfADatabaseOpenedDuringTheCopy(t *testing.T) {
 			is.Equal(res.Rows[0]["v"], any(strings.Repeat("b", 200))) // as of the last commit
 		})
 	}
+}
+
+// TestCloseWaitsForARestore: Close waits for a restore under way to finish
+// (it would otherwise go on writing to the data folder after Close
+// returned), and a restore or a creation after Close is ErrStoreClosed.
+func TestCloseWaitsForARestore(t *testing.T) {
+	is := is.New(t)
+	src, _ := pdtest.NewProject(t, nil)
+	_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+	is.NoErr(err)
+	rows := make([]projectdata.Row, 5000)
+	for i := range rows {
+		rows[i] = projectdata.Row{"body": strings.Repeat("a", 200)}
+	}
+	_, err = src.Insert(ctx, "acme", "notes", rows)
+	is.NoErr(err)
+	snapshot := newestSnapshot(t, src)
+
+	s, dir := pdtest.Open(t, nil)
+	closed := make(chan bool, 1)                      // whether the restored project was in place when Close returned
+	hc := &hookCtx{Context: ctx, n: 5, hook: func() { // mid-copy
+		go func() {
+			s.Close()
+			_, err := os.Stat(filepath.Join(dir, "copy", "project.db"))
+			closed <- err == nil
+		}()
+	}}
+	_, err = s.RestoreProject(hc, "copy", snapshot)
+	is.NoErr(err)
+	is.True(<-closed) // Close returned after the restore
+	_, err = s.RestoreProject(ctx, "again", snapshot)
+	pdtest.Code(t, err, projectdata.ErrStoreClosed)
+	_, _, err = s.CreateProject(ctx, "new", "")
+	pdtest.Code(t, err, projectdata.ErrStoreClosed)
 }
