@@ -322,9 +322,21 @@ func (p *project) takeReader() (*conn, error) {
 		return c, nil
 	}
 	p.rmu.Unlock()
+	return p.openReader("reader")
+}
+
+// openReader opens a read-only connection to the project's database (a
+// reader, or the point-read connection: what). A database gone (its
+// folder removed, which acquire notices only once a second; see replaced)
+// is ErrProjectNotFound, and the Store drops the project.
+func (p *project) openReader(what string) (*conn, error) {
 	c, err := openConn(p.dbPath(), true, p.store.opts.BusyTimeout)
 	if err != nil {
-		return nil, errors.Wrapf(err, "open reader of project %q", p.slug)
+		if _, serr := os.Stat(p.dbPath()); os.IsNotExist(serr) {
+			p.store.drop(p)
+			return nil, errorf(ErrProjectNotFound, "project %q does not exist", p.slug)
+		}
+		return nil, errors.Wrapf(err, "open %s of project %q", what, p.slug)
 	}
 	p.store.heap.track(c)
 	return c, nil

@@ -58,3 +58,19 @@ func TestOutOfFileDescriptorsIsServerBusy(t *testing.T) {
 	_, err = s.CreateExport(ctx, "acme", "notes", "csv") // so does an export
 	pdtest.Code(t, err, projectdata.ErrServerBusy)
 }
+
+// TestRestoreOutOfFileDescriptorsIsServerBusy: a restore that cannot open
+// its source for want of descriptors is server_busy, not a source said to
+// be unreadable, and leaves nothing behind.
+func TestRestoreOutOfFileDescriptorsIsServerBusy(t *testing.T) {
+	src, _ := pdtest.NewProject(t, nil)
+	snapshot := newestSnapshot(t, src)
+	s, dir := pdtest.Open(t, nil)
+	t.Run("Exhausted", func(t *testing.T) { // gives the descriptors back when it ends
+		exhaustFDs(t)
+		_, err := s.RestoreProject(ctx, "copy", snapshot)
+		pdtest.Code(t, err, projectdata.ErrServerBusy)
+	})
+	is := is.New(t)
+	is.Equal(dataFolder(t, dir), []string{})
+}

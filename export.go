@@ -269,7 +269,12 @@ func writeExportFile(ctx context.Context, p *project, dir, name, table string) (
 // synced and renamed into place, and the folder synced after. On failure
 // no file is left.
 func writeFileAtomically(dir, name string, fill func(f *os.File) error) (err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Not MkdirAll: a project folder removed under the Store (to restore
+	// the project, say) must not be made again.
+	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+		if os.IsNotExist(err) {
+			return errorf(ErrProjectNotFound, "the project's folder was removed")
+		}
 		return errors.Wrap(err, "create exports folder")
 	}
 	f, err := os.CreateTemp(dir, "."+name+".*.tmp")

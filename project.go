@@ -50,7 +50,8 @@ func hasControl(s string) bool { return strings.ContainsFunc(s, unicode.IsContro
 // An empty name means the slug. The project appears whole or not at all: it
 // is built in a temporary folder and renamed into place.
 //
-// Errors: ErrInvalidProjectSlug, ErrInvalidProjectName, ErrProjectExists.
+// Errors: ErrInvalidProjectSlug, ErrInvalidProjectName, ErrProjectExists,
+// ErrStoreClosed.
 func (s *Store) CreateProject(ctx context.Context, slug, name string) (Project, CreatedToken, error) {
 	if err := validateSlug(slug); err != nil {
 		return Project{}, CreatedToken{}, err
@@ -65,6 +66,10 @@ func (s *Store) CreateProject(ctx context.Context, slug, name string) (Project, 
 	if err := ctx.Err(); err != nil {
 		return Project{}, CreatedToken{}, err
 	}
+	if err := s.begin(); err != nil {
+		return Project{}, CreatedToken{}, err
+	}
+	defer s.end()
 	tmp, err := s.stageProject(slug, stagingCreate)
 	if err != nil {
 		return Project{}, CreatedToken{}, err

@@ -224,6 +224,29 @@ func (s *Store) Close() error {
 	return first
 }
 
+// begin counts an operation that opens no project (CreateProject,
+// RestoreProject) as under way, for Close to wait on, or refuses it once
+// the Store is closed; end ends it.
+func (s *Store) begin() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errorf(ErrStoreClosed, "the store is closed")
+	}
+	s.active++
+	return nil
+}
+
+// end ends an operation counted by begin.
+func (s *Store) end() {
+	s.mu.Lock()
+	s.active--
+	if s.active == 0 {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+}
+
 // Stats describes the Store's open resources.
 type Stats struct {
 	// OpenProjects is how many project databases are open now.

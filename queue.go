@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
-
-	"github.com/pkg/errors"
 )
 
 // queueStats counts the operations that had to wait for a connection of
@@ -98,11 +96,10 @@ func (p *project) readPoint(ctx context.Context, fn func(c *conn) error) (err er
 	}
 	defer func() { <-p.psem }()
 	if p.point == nil {
-		c, err := openConn(p.dbPath(), true, p.store.opts.BusyTimeout)
+		c, err := p.openReader("point-read connection")
 		if err != nil {
-			return errors.Wrapf(err, "open point-read connection of project %q", p.slug)
+			return err
 		}
-		p.store.heap.track(c)
 		p.point = c
 	}
 	c := p.point

@@ -51,7 +51,9 @@ import (
 //
 // Errors: ErrInvalidProjectSlug, ErrProjectExists, ErrInvalidRequest (src
 // is missing, unreadable or not a sound project database),
-// ErrPermissionDenied (a caller in ctx).
+// ErrPermissionDenied (a caller in ctx), ErrServerBusy (no file descriptor
+// free, or src locked by another process past Options.BusyTimeout),
+// ErrStoreClosed.
 func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, error) {
 	if err := validateSlug(slug); err != nil {
 		return Project{}, err
@@ -62,6 +64,10 @@ func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, 
 	if err := ctx.Err(); err != nil {
 		return Project{}, err
 	}
+	if err := s.begin(); err != nil {
+		return Project{}, err
+	}
+	defer s.end()
 	tmp, err := s.stageProject(slug, stagingRestore)
 	if err != nil {
 		return Project{}, err
@@ -93,19 +99,56 @@ func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, 
 // write-ahead log beside it (src-wal, not empty: a project database in use,
 // or left so by a crash) is copied by SQLite's backup API on a read-only
 // connection instead, so that the copy holds the commits still in the log,
-// as of one commit even while another process writes to it.
+// as of one commit even while another process writes to it. So is a source
+// that changed while it was copied (another process opened it, wrote and
+// checkpointed into the file): that copy mixes pages of two versions.
 func copyRestoreSource(ctx context.Context, src, dst string) error {
+	// Looked at before it is opened: opening a FIFO waits for a writer.
+	if info, err := os.Stat(src); err == nil && !info.Mode().IsRegular() {
+		return errorf(ErrInvalidRequest, "restore source %q is not a regular file", src)
+	}
 	in, err := os.Open(src)
 	if err != nil {
+		if busy := unavailable(err); busy != nil {
+			return busy
+		}
 		return errorf(ErrInvalidRequest, "restore source %q cannot be opened: %v", src, pathErrorReason(err))
 	}
 	defer in.Close()
-	if info, err := in.Stat(); err != nil || !info.Mode().IsRegular() {
+	before, err := in.Stat()
+	if err != nil || !before.Mode().IsRegular() {
 		return errorf(ErrInvalidRequest, "restore source %q is not a regular file", src)
 	}
-	if info, err := os.Stat(src + "-wal"); err == nil && info.Size() > 0 {
-		return backupRestoreSource(ctx, src, dst)
+	// The log is beside the database, not beside a link to it.
+	db := src
+	if real, err := filepath.EvalSymlinks(src); err == nil {
+		db = real
 	}
+	if walInUse(db) {
+		return backupRestoreSource(ctx, db, dst)
+	}
+	if err := copyFile(ctx, in, dst); err != nil {
+		return err
+	}
+	after, err := os.Stat(db)
+	if err == nil && os.SameFile(before, after) && after.Size() == before.Size() && after.ModTime().Equal(before.ModTime()) && !walInUse(db) {
+		return nil
+	}
+	if err := os.Remove(dst); err != nil {
+		return errors.Wrap(err, "remove torn copy of restore source")
+	}
+	return backupRestoreSource(ctx, db, dst)
+}
+
+// walInUse reports whether the database path has a write-ahead log beside
+// it that is not empty.
+func walInUse(path string) bool {
+	info, err := os.Stat(path + "-wal")
+	return err == nil && info.Size() > 0
+}
+
+// copyFile copies in to the new file dst.
+func copyFile(ctx context.Context, in io.Reader, dst string) error {
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return errors.Wrap(err, "create restored database")
@@ -123,7 +166,7 @@ func copyRestoreSource(ctx context.Context, src, dst string) error {
 // backupRestoreSource copies the database src, its write-ahead log
 // included, to dst with SQLite's backup API.
 func backupRestoreSource(ctx context.Context, src, dst string) error {
-	db, err := sqlite3.OpenFlags(src, sqlite3.OPEN_READONLY|sqlite3.OPEN_EXRESCODE) // a link is followed, as for a copy
+	db, err := sqlite3.OpenFlags(src, sqlite3.OPEN_READONLY|sqlite3.OPEN_EXRESCODE)
 	if err == nil {
 		db.SetInterrupt(ctx)
 		err = db.Backup("main", dst)
@@ -134,8 +177,35 @@ func backupRestoreSource(ctx context.Context, src, dst string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if busy := unavailable(err); busy != nil {
+		return busy
+	}
+	if writeFailure(err) {
+		return errors.Wrap(err, "write restored database")
+	}
 	if err != nil {
 		return errorf(ErrInvalidRequest, "the restore source is not a sound project database: with its write-ahead log, %s", sqliteMessage(err))
+	}
+	return nil
+}
+
+// writeFailure reports whether err is SQLite's failure to write a file
+// (the disk full, the file size limit): a fault of the restore's copy, not
+// of its source.
+func writeFailure(err error) bool {
+	return errors.Is(err, sqlite3.FULL) || errors.Is(err, sqlite3.IOERR_WRITE) || errors.Is(err, sqlite3.IOERR_FSYNC) ||
+		errors.Is(err, sqlite3.IOERR_TRUNCATE)
+}
+
+// unavailable is err as ErrServerBusy when it is a want of what the process
+// shares (see busyIfUnavailable: file descriptors, a lock another process
+// holds), not a fault of the restore source; else nil.
+func unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	if busy := busyIfUnavailable(err); ErrorCode(busy) == ErrServerBusy {
+		return busy
 	}
 	return nil
 }
@@ -173,9 +243,20 @@ func (s *Store) adoptRestored(ctx context.Context, path, slug string) (proj Proj
 		}
 		return errorf(ErrInvalidRequest, "the restore source is not a sound project database: "+reason, args...)
 	}
+	// failed is SQLite's error err on the copy: the server's want of
+	// descriptors or disk space, or else the source's unsoundness.
+	failed := func(err error) error {
+		if busy := unavailable(err); busy != nil {
+			return busy
+		}
+		if writeFailure(err) {
+			return errors.Wrap(err, "write restored database")
+		}
+		return unsound("%s", sqliteMessage(err))
+	}
 	c, err := openConn(path, false, s.opts.BusyTimeout)
 	if err != nil {
-		return proj, unsound("%s", sqliteMessage(err))
+		return proj, failed(err)
 	}
 	c.db.SetInterrupt(ctx) // integrity_check reads the whole file
 	defer func() {
@@ -192,14 +273,14 @@ func (s *Store) adoptRestored(ctx context.Context, path, slug string) (proj Proj
 		return nil
 	})
 	if err != nil {
-		return proj, unsound("%s", sqliteMessage(err))
+		return proj, failed(err)
 	}
 	if len(problems) > 0 {
 		return proj, unsound("integrity_check: %q", problems)
 	}
 	check := func(reason string, err error) error {
 		if err != nil {
-			return unsound("%s", sqliteMessage(err))
+			return failed(err)
 		}
 		if reason != "" {
 			return unsound("%s", reason)
@@ -217,6 +298,9 @@ func (s *Store) adoptRestored(ctx context.Context, path, slug string) (proj Proj
 		return proj, unsound("its project name %.60q is not valid", src.Name)
 	}
 	if err := migrate(c); err != nil {
+		if writeFailure(err) {
+			return proj, failed(err)
+		}
 		return proj, unsound("%s", err)
 	}
 	sc, reason, err := checkRestoredSchema(c)

@@ -82,6 +82,9 @@ func (p *project) writeSnapshot(ctx context.Context, dir, name string) (out expo
 			return c.db.Backup("main", f.Name())
 		})
 		if err != nil {
+			// A backup that failed part way (the disk full) leaves the
+			// journal of its file, which goes with the file.
+			os.Remove(f.Name() + "-journal")
 			return dbError(ctx, err)
 		}
 		out.size, out.sha256, err = digestFile(f.Name())
