@@ -114,6 +114,19 @@ func crashChild(dir string) {
 	}
 }
 
+// crashKillPoints is how many times a crash test kills its child: quick
+// in CI (-short), fewer under the race detector (SQLite runs about 15
+// times slower there), long otherwise.
+func crashKillPoints(quick, race, long int) int {
+	switch {
+	case raceEnabled:
+		return race
+	case testing.Short():
+		return quick
+	}
+	return long
+}
+
 // startChild runs the test binary again as a crash test's child, with the
 // environment variables env (NAME=value) set, and returns it with the
 // lines it writes to its standard output, closed when it has ended.
@@ -145,13 +158,7 @@ func startChild(t *testing.T, env ...string) (*exec.Cmd, <-chan string) {
 // acknowledged write is there, no batch is half-applied and no export
 // manifest points at a partial file.
 func TestCrashSafety(t *testing.T) {
-	killPoints := 20
-	switch {
-	case raceEnabled:
-		killPoints = 4 // SQLite runs about 15 times slower under the race detector
-	case !testing.Short():
-		killPoints = 60
-	}
+	killPoints := crashKillPoints(20, 4, 60)
 	is := is.New(t)
 	s, dir := pdtest.Open(t, nil)
 	_, _, err := s.CreateProject(ctx, "acme", "")

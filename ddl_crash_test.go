@@ -84,13 +84,7 @@ func ddlCrashChild(dir string) {
 // SQLite's own schema, every acknowledged change is there and the project
 // answers.
 func TestSchemaChangeCrashSafety(t *testing.T) {
-	killPoints := 6
-	switch {
-	case raceEnabled:
-		killPoints = 2
-	case !testing.Short():
-		killPoints = 30
-	}
+	killPoints := crashKillPoints(6, 2, 30)
 	is := is.New(t)
 	s, dir := pdtest.Open(t, nil)
 	_, _, err := s.CreateProject(ctx, "acme", "")

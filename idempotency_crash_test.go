@@ -75,13 +75,7 @@ func joinIDs(ids []any) string {
 // every batch is in the table exactly once, and every key replays the
 // inserted_ids of the rows really stored.
 func TestIdempotencyCrash(t *testing.T) {
-	killPoints := 20
-	switch {
-	case raceEnabled:
-		killPoints = 4
-	case !testing.Short():
-		killPoints = 60
-	}
+	killPoints := crashKillPoints(20, 4, 60)
 	is := is.New(t)
 	s, dir := pdtest.Open(t, nil)
 	_, _, err := s.CreateProject(ctx, "acme", "")

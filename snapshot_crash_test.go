@@ -1,12 +1,10 @@
 package projectdata_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -56,12 +54,7 @@ func snapCrashChild(dir string) {
 // (temporary project folders, temporary snapshot files) is hidden, and
 // removed once old.
 func TestSnapshotAndRestoreCrashSafety(t *testing.T) {
-	killPoints := 8
-	if raceEnabled {
-		killPoints = 3
-	} else if !testing.Short() {
-		killPoints = 25
-	}
+	killPoints := crashKillPoints(8, 3, 25)
 	is := is.New(t)
 	s, dir := pdtest.Open(t, nil)
 	_, _, err := s.CreateProject(ctx, "acme", "")
@@ -81,19 +74,7 @@ func TestSnapshotAndRestoreCrashSafety(t *testing.T) {
 	exports, restored := map[string]bool{}, map[string]bool{}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for k := range killPoints {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), snapCrashChildEnv+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		is.NoErr(err)
-		is.NoErr(cmd.Start())
-		lines := make(chan string)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
+		cmd, lines := startChild(t, snapCrashChildEnv+"="+dir)
 		ack := func(line string) {
 			kind, arg, _ := strings.Cut(line, " ")
 			switch kind {
