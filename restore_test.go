@@ -1,9 +1,14 @@
 package projectdata_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -352,4 +357,252 @@ func TestReplacedProjectIsReopened(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond)
 	_, err = served.GetRecord(ctx, "acme", "notes", 1)
 	pdtest.Code(t, err, projectdata.ErrProjectNotFound)
+}
+
+// TestOldProjectClosedAfterRestoreKeepsTheNewOnesLog: a project restored
+// into the slug of one still in use (its folder moved away, an operation
+// running on it) takes writes before the old project is closed; closing
+// the old database must not touch the new one's files.
+func TestOldProjectClosedAfterRestoreKeepsTheNewOnesLog(t *testing.T) {
+	is := is.New(t)
+	src, _ := pdtest.NewProject(t, nil)
+	_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+	is.NoErr(err)
+	snapshot := newestSnapshot(t, src)
+
+	s, dir := pdtest.Open(t, &projectdata.Options{ReplicatorCheckpoints: true}) // the log keeps its commits
+	_, _, err = s.CreateProject(ctx, "acme", "Acme")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "old", Columns: []projectdata.ColumnDef{{Name: "x"}}})
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "old", []projectdata.Row{{"x": 1}})
+	is.NoErr(err)
+	_, release, err := s.Pin(ctx, "acme") // an operation still running on the old project
+	is.NoErr(err)
+
+	is.NoErr(os.Rename(filepath.Join(dir, "acme"), filepath.Join(t.TempDir(), "acme-old")))
+	_, err = s.RestoreProject(ctx, "acme", snapshot)
+	is.NoErr(err)
+	for i := range 3 {
+		_, err = s.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": i}})
+		is.NoErr(err)
+	}
+	release() // the old project closes now
+
+	c := pdtest.Raw(t, dir, "acme")
+	is.Equal(rawCount(t, c, `SELECT count(*) FROM notes`), 3)
+	is.NoErr(c.Close())
+	is.NoErr(s.Close())
+	s2, err := projectdata.Open(dir, nil)
+	is.NoErr(err)
+	defer s2.Close()
+	l, err := s2.ListRecords(ctx, "acme", "notes", projectdata.ListOptions{})
+	is.NoErr(err)
+	is.Equal(*l.Total, int64(3))
+}
+
+// TestRestoreThroughALinkKeepsTheLog: a restore source given as a
+// symbolic link to a project database in use is read with the log beside
+// the database, not beside the link: the commits only in the log are kept.
+func TestRestoreThroughALinkKeepsTheLog(t *testing.T) {
+	is := is.New(t)
+	src, srcDir := pdtest.Open(t, nil)
+	_, _, err := src.CreateProject(ctx, "acme", "Acme")
+	is.NoErr(err)
+	_, _, err = src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+	is.NoErr(err)
+	_, err = src.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "one"}, {"body": "two"}})
+	is.NoErr(err)
+	live := filepath.Join(srcDir, "acme", "project.db")
+	wal, err := os.Stat(live + "-wal")
+	is.NoErr(err)
+	is.True(wal.Size() > 0) // src is open: its last commits are in its log only
+	link := filepath.Join(t.TempDir(), "latest.db")
+	is.NoErr(os.Symlink(live, link))
+
+	dst, _ := pdtest.Open(t, nil)
+	_, err = dst.RestoreProject(ctx, "copy", link)
+	is.NoErr(err)
+	l, err := dst.ListRecords(ctx, "copy", "notes", projectdata.ListOptions{})
+	is.NoErr(err)
+	is.Equal(*l.Total, int64(2))
+}
+
+// TestConcurrentRestoresOfOneSlug: restores of one slug at once, while
+// requests to the slug run: one restore wins, the others are
+// ErrProjectExists, requests see no project or the whole restored one,
+// and the data folder holds the project and nothing else.
+func TestConcurrentRestoresOfOneSlug(t *testing.T) {
+	is := is.New(t)
+	src, _ := pdtest.NewProject(t, nil)
+	_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+	is.NoErr(err)
+	rows := make([]projectdata.Row, 500)
+	for i := range rows {
+		rows[i] = projectdata.Row{"body": i}
+	}
+	_, err = src.Insert(ctx, "acme", "notes", rows)
+	is.NoErr(err)
+	snapshot := newestSnapshot(t, src)
+
+	for round := range 3 {
+		s, dir := pdtest.Open(t, nil)
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			restored int
+			stop     = make(chan struct{})
+			reqErr   error
+		)
+		wg.Go(func() { // requests to the slug all along
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				l, err := s.ListRecords(ctx, "copy", "notes", projectdata.ListOptions{Limit: 1})
+				switch {
+				case projectdata.ErrorCode(err) == projectdata.ErrProjectNotFound:
+				case err != nil:
+					reqErr = err
+					return
+				case *l.Total != 500:
+					reqErr = errors.New("a partial project was served")
+					return
+				}
+			}
+		})
+		var restores sync.WaitGroup
+		for range 4 {
+			restores.Go(func() {
+				_, err := s.RestoreProject(ctx, "copy", snapshot)
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					restored++
+					return
+				}
+				if projectdata.ErrorCode(err) != projectdata.ErrProjectExists {
+					t.Errorf("round %d: restore: %v", round, err)
+				}
+			})
+		}
+		restores.Wait()
+		close(stop)
+		wg.Wait()
+		is.NoErr(reqErr)
+		is.Equal(restored, 1)
+		is.Equal(dataFolder(t, dir), []string{"copy"})
+		pdtest.CheckRowCounts(t, dir, "copy")
+		l, err := s.ListRecords(ctx, "copy", "notes", projectdata.ListOptions{Limit: 1})
+		is.NoErr(err)
+		is.Equal(*l.Total, int64(500))
+	}
+}
+
+// hookCtx is a context that runs hook once, the nth time its Err is asked:
+// in RestoreProject, while the source is being copied.
+type hookCtx struct {
+	context.Context
+	mu   sync.Mutex
+	n    int
+	hook func()
+}
+
+func (c *hookCtx) Err() error {
+	c.mu.Lock()
+	c.n--
+	run := c.n == 0
+	c.mu.Unlock()
+	if run {
+		c.hook()
+	}
+	return c.Context.Err()
+}
+
+// TestRestoreOfADatabaseOpenedDuringTheCopy restores from the database of
+// a project that was closed (no write-ahead log beside it) when the
+// restore looked, and that another Store opens, writes and checkpoints
+// while the restore copies it: the copy is the database as of one commit,
+// before that write or after it, never a mix of pages of both.
+func TestRestoreOfADatabaseOpenedDuringTheCopy(t *testing.T) {
+	for _, closes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ClosedAfter=%v", closes), func(t *testing.T) {
+			is := is.New(t)
+			src, srcDir := pdtest.Open(t, nil)
+			_, _, err := src.CreateProject(ctx, "acme", "Acme")
+			is.NoErr(err)
+			_, _, err = src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "seq", Columns: []projectdata.ColumnDef{{Name: "v"}}})
+			is.NoErr(err)
+			rows := make([]projectdata.Row, 5000)
+			for i := range rows {
+				rows[i] = projectdata.Row{"v": strings.Repeat("a", 200)}
+			}
+			for range 4 {
+				_, err = src.Insert(ctx, "acme", "seq", rows)
+				is.NoErr(err)
+			}
+			is.NoErr(src.Close()) // the project is closed: no log beside its file
+
+			hook := func() { // another process opens the project, writes and checkpoints
+				other, err := projectdata.Open(srcDir, nil)
+				is.NoErr(err)
+				_, err = other.UpdateRecords(ctx, "acme", "seq", projectdata.BulkUpdate{Data: projectdata.Row{"v": strings.Repeat("b", 200)}, AllowAll: true})
+				is.NoErr(err)
+				raw := pdtest.Raw(t, srcDir, "acme")
+				pdtest.Exec(t, raw, `PRAGMA wal_checkpoint(PASSIVE)`)
+				is.NoErr(raw.Close())
+				if closes {
+					is.NoErr(other.Close()) // its log checkpointed and removed
+				} else {
+					t.Cleanup(func() { other.Close() }) // as a server would: its log stays beside the file
+				}
+			}
+			dst, dstDir := pdtest.Open(t, nil)
+			hc := &hookCtx{Context: ctx, n: 20, hook: hook}
+			_, err = dst.RestoreProject(hc, "copy", filepath.Join(srcDir, "acme", "project.db"))
+			is.True(hc.n < 0) // the hook ran
+			is.NoErr(err)
+			pdtest.CheckRowCounts(t, dstDir, "copy")
+			res, err := dst.Query(ctx, "copy", projectdata.QueryRequest{SQL: `SELECT count(DISTINCT v) AS n, min(v) AS v FROM seq`})
+			is.NoErr(err)
+			is.Equal(fmt.Sprint(res.Rows[0]["n"]), "1")               // not a mix of before and after
+			is.Equal(res.Rows[0]["v"], any(strings.Repeat("b", 200))) // as of the last commit
+		})
+	}
+}
+
+// TestCloseWaitsForARestore: Close waits for a restore under way to finish
+// (it would otherwise go on writing to the data folder after Close
+// returned), and a restore or a creation after Close is ErrStoreClosed.
+func TestCloseWaitsForARestore(t *testing.T) {
+	is := is.New(t)
+	src, _ := pdtest.NewProject(t, nil)
+	_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+	is.NoErr(err)
+	rows := make([]projectdata.Row, 5000)
+	for i := range rows {
+		rows[i] = projectdata.Row{"body": strings.Repeat("a", 200)}
+	}
+	_, err = src.Insert(ctx, "acme", "notes", rows)
+	is.NoErr(err)
+	snapshot := newestSnapshot(t, src)
+
+	s, dir := pdtest.Open(t, nil)
+	closed := make(chan bool, 1)                      // whether the restored project was in place when Close returned
+	hc := &hookCtx{Context: ctx, n: 5, hook: func() { // mid-copy
+		go func() {
+			s.Close()
+			_, err := os.Stat(filepath.Join(dir, "copy", "project.db"))
+			closed <- err == nil
+		}()
+	}}
+	_, err = s.RestoreProject(hc, "copy", snapshot)
+	is.NoErr(err)
+	is.True(<-closed) // Close returned after the restore
+	_, err = s.RestoreProject(ctx, "again", snapshot)
+	pdtest.Code(t, err, projectdata.ErrStoreClosed)
+	_, _, err = s.CreateProject(ctx, "new", "")
+	pdtest.Code(t, err, projectdata.ErrStoreClosed)
 }
