@@ -504,9 +504,9 @@ func outsideReplica(ctx context.Context, bin string, u *url.URL, at time.Time) e
 	// Litestream lists the times to the second: compare accordingly.
 	where := "outside the states"
 	switch {
-	case at.Before(last):
+	case at.Before(first):
 		where = "before the first state"
-	case !at.Before(first.Add(time.Second)):
+	case !at.Before(last.Add(time.Second)):
 		where = "after the last state"
 	}
 	return fmt.Errorf("-at %s is %s of the replica %s, which holds states from %s to %s (to the second)",

@@ -256,6 +256,7 @@ esac`)
 	for _, tc := range []struct{ at, says string }{
 		{"2026-11-21T13:59:59Z", "-at 2026-11-21T13:59:59Z is before the first state of the replica"},
 		{"2026-11-21T15:00:01Z", "-at 2026-11-21T15:00:01Z is after the last state of the replica"},
+		{"2026-11-21T14:15:00Z", "-at 2026-11-21T14:15:00Z is outside the states of the replica"}, // within its range
 	} {
 		t.Run(tc.at, func(t *testing.T) {
 			is := is.New(t)
