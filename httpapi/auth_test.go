@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -178,4 +179,26 @@ func TestEveryRouteRefusesBadCredentialsAndChangesNothing(t *testing.T) {
 
 func rank(r projectdata.Role) int {
 	return map[projectdata.Role]int{projectdata.RoleRead: 1, projectdata.RoleWrite: 2, projectdata.RoleAdmin: 3}[r]
+}
+
+// TestTwoAuthorizationHeadersAreNoToken: a request with two Authorization
+// headers, even both valid, is 401 invalid_token: a proxy in front that
+// checked the other one would have let another caller in.
+func TestTwoAuthorizationHeadersAreNoToken(t *testing.T) {
+	a := newAPI(t, nil)
+	for _, tokens := range [][]string{{a.admin}, {a.admin, a.admin}, {a.read, a.admin}} {
+		req := httptest.NewRequest("GET", "/projects/acme", nil)
+		for _, tok := range tokens {
+			req.Header.Add("Authorization", "Bearer "+tok)
+		}
+		rec := httptest.NewRecorder()
+		a.h.ServeHTTP(rec, req)
+		want := 200
+		if len(tokens) > 1 {
+			want = 401
+		}
+		if rec.Code != want || (want == 401 && !strings.Contains(rec.Body.String(), `"code":"invalid_token"`)) {
+			t.Errorf("%d Authorization headers: %d %s, want %d", len(tokens), rec.Code, rec.Body, want)
+		}
+	}
 }

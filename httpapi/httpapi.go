@@ -314,7 +314,7 @@ func (h *Handler) guard(route string, op projectdata.Operation, serve func(http.
 		ctx, release, err := h.store.Pin(r.Context(), ps.ByName("project"))
 		defer release()
 		if err == nil {
-			ctx, err = h.authenticate(ctx, w, ps.ByName("project"), r.Header.Get("Authorization"), op)
+			ctx, err = h.authenticate(ctx, w, ps.ByName("project"), r.Header["Authorization"], op)
 		}
 		if err == nil {
 			err = x.opHeaderErr
@@ -335,19 +335,26 @@ func (h *Handler) guard(route string, op projectdata.Operation, serve func(http.
 	}
 }
 
-// authenticate checks the project, the bearer token and its role, and
-// returns a context carrying the caller. The Store checks the project
-// before the token, so an unknown project is project_not_found whatever the
-// token.
-func (h *Handler) authenticate(ctx context.Context, w http.ResponseWriter, slug, authorization string, op projectdata.Operation) (context.Context, error) {
+// authenticate checks the project, the bearer token of the request's
+// Authorization headers and its role, and returns a context carrying the
+// caller. The Store checks the project before the token, so an unknown
+// project is project_not_found whatever the token. A request with more than
+// one Authorization header has no token: a proxy in front that read
+// another of them than this handler would authorize another caller.
+func (h *Handler) authenticate(ctx context.Context, w http.ResponseWriter, slug string, authorization []string, op projectdata.Operation) (context.Context, error) {
 	secret := ""
-	if scheme, rest, ok := strings.Cut(authorization, " "); ok && strings.EqualFold(scheme, "Bearer") {
-		secret = strings.TrimSpace(rest)
+	if len(authorization) == 1 {
+		if scheme, rest, ok := strings.Cut(authorization[0], " "); ok && strings.EqualFold(scheme, "Bearer") {
+			secret = strings.TrimSpace(rest)
+		}
 	}
 	caller, err := h.store.Authenticate(ctx, slug, secret)
 	if projectdata.ErrorCode(err) == projectdata.ErrInvalidToken {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="projectdata"`)
-		if secret == "" {
+		switch {
+		case len(authorization) > 1:
+			err = errorf(projectdata.ErrInvalidToken, "send one Authorization header, not %d", len(authorization))
+		case secret == "":
 			err = errorf(projectdata.ErrInvalidToken, "send a Project API Token as Authorization: Bearer pat_…")
 		}
 	}
