@@ -68,7 +68,8 @@ func TestGetRecordNamesTheStoredTable(t *testing.T) {
 }
 
 // TestListRoutesRefuseUnknownParameters: a misspelt or unsupported query
-// parameter of a list route is refused by name, never silently ignored.
+// parameter of a list route, or a known one given twice, is refused by
+// name, never silently ignored.
 func TestListRoutesRefuseUnknownParameters(t *testing.T) {
 	a := newAPI(t, nil)
 	if _, _, err := a.store.CreateTable(ctx, "acme", projectdata.TableDef{Name: "orders", Columns: []projectdata.ColumnDef{{Name: "item"}}}); err != nil {
@@ -83,6 +84,10 @@ func TestListRoutesRefuseUnknownParameters(t *testing.T) {
 		{"/projects/acme/auth/tokens?all=1", "all"},
 		{"/projects/acme/column/orders?x=1", "x"},
 		{"/projects/acme/indexes/orders?x=1", "x"},
+		// A known parameter given twice: which value would hold is anyone's guess.
+		{`/projects/acme/records/orders?where={"item":"a"}&where={"item":"b"}`, "where"},
+		{"/projects/acme/changes?after=5&after=0", "after"},
+		{"/projects/acme/exports?status=ready&status=all", "status"},
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {

@@ -275,13 +275,23 @@ func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, 
 	return http.StatusOK, json.RawMessage(page), err
 }
 
-// knownParams refuses a query parameter that is not one of names.
+// knownParams refuses a query parameter that is not one of names, or one
+// given more than once.
 func knownParams(q url.Values, names ...string) error {
-	var unknown []string
-	for name := range q {
-		if !slices.Contains(names, name) {
+	var unknown, repeated []string
+	for name, values := range q {
+		switch {
+		case !slices.Contains(names, name):
 			unknown = append(unknown, name)
+		case len(values) > 1:
+			repeated = append(repeated, name)
 		}
+	}
+	if len(repeated) > 0 && len(unknown) == 0 {
+		// Which of the values a proxy or a cache in front took for the
+		// parameter, nobody can tell: none is.
+		slices.Sort(repeated)
+		return errorf(pd.ErrInvalidRequest, "query parameter %q is given %d times; give it once", repeated[0], len(q[repeated[0]]))
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
