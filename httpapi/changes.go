@@ -30,7 +30,7 @@ func changeQuery(q url.Values) (pd.ChangeQuery, error) {
 		cq.After = n
 	}
 	if v := q.Get("tables"); v != "" {
-		cq.Tables = strings.Split(v, ",")
+		cq.Tables = splitList(v)
 	}
 	var offset int
 	if err := queryPage(q, &cq.Limit, &offset); err != nil {

@@ -100,5 +100,8 @@ func TestListRoutesRefuseUnknownParameters(t *testing.T) {
 	t.Run("KnownParametersPass", func(t *testing.T) {
 		a.t = t
 		a.must(a.do("GET", "/projects/acme/changes?after=0&tables=orders&limit=5", a.admin, ""), 200, "")
+		// Names of a list may have spaces around them, as order's may.
+		a.must(a.do("GET", "/projects/acme/changes?tables=orders,%20Orders%20", a.admin, ""), 200, "")
+		a.must(a.do("GET", "/projects/acme/records/orders?columns=item,%20id%20&order=%20item", a.admin, ""), 200, "")
 	})
 }

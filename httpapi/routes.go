@@ -259,7 +259,7 @@ func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, 
 		return 0, nil, errorf(pd.ErrInvalidRequest, "offset cannot be combined with after: a cursor already says where the page starts")
 	}
 	if q.Has("columns") {
-		opts.Columns = strings.Split(q.Get("columns"), ",")
+		opts.Columns = splitList(q.Get("columns"))
 	}
 	if v := q.Get("where"); v != "" {
 		if _, err := pd.DecodeJSON(strings.NewReader(v), &opts.Where); err != nil {
@@ -273,6 +273,16 @@ func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, 
 	// encoding/json would write for ListRecords' RecordList).
 	page, err := h.store.AppendRecordListJSON(r.Context(), make([]byte, 0, 4096), ps.ByName("project"), ps.ByName("table"), opts)
 	return http.StatusOK, json.RawMessage(page), err
+}
+
+// splitList splits a comma-separated query parameter (columns, tables)
+// into its names, without the spaces around them, as order's are read.
+func splitList(v string) []string {
+	names := strings.Split(v, ",")
+	for i, n := range names {
+		names[i] = strings.TrimSpace(n)
+	}
+	return names
 }
 
 // knownParams refuses a query parameter that is not one of names, or one
