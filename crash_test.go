@@ -127,6 +127,35 @@ func crashKillPoints(quick, race, long int) int {
 	return long
 }
 
+// killChild hands ack the lines of the child (started by startChild) up
+// to want of them, or until it ends, kills it with SIGKILL pause later, and
+// hands ack the lines it wrote before it died; k is the kill point, for
+// the test's messages.
+func killChild(t *testing.T, k int, cmd *exec.Cmd, lines <-chan string, want int, pause time.Duration, ack func(line string)) {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for got := 0; got < want; got++ {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				got = want
+				continue
+			}
+			ack(line)
+		case <-timeout:
+			t.Fatalf("kill point %d: child stalled", k)
+		}
+	}
+	time.Sleep(pause)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for line := range lines {
+		ack(line)
+	}
+	cmd.Wait()
+}
+
 // startChild runs the test binary again as a crash test's child, with the
 // environment variables env (NAME=value) set, and returns it with the
 // lines it writes to its standard output, closed when it has ended.

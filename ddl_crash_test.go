@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -123,26 +122,7 @@ func TestSchemaChangeCrashSafety(t *testing.T) {
 				t.Fatalf("kill point %d: child failed: %s", k, arg)
 			}
 		}
-		want := rng.IntN(12)
-		timeout := time.After(60 * time.Second)
-	read:
-		for got := 0; got < want; got++ {
-			select {
-			case line, ok := <-lines:
-				if !ok {
-					break read
-				}
-				acknowledge(line)
-			case <-timeout:
-				t.Fatalf("kill point %d: child stalled", k)
-			}
-		}
-		time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond)
-		is.NoErr(cmd.Process.Signal(syscall.SIGKILL))
-		for line := range lines {
-			acknowledge(line)
-		}
-		cmd.Wait()
+		killChild(t, k, cmd, lines, rng.IntN(12), time.Duration(rng.IntN(20_000))*time.Microsecond, acknowledge)
 		var maybe string // the table or index the unacknowledged next change deletes
 		if kind, arg, _ := strings.Cut(last, " "); kind == "T" {
 			var n int

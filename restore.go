@@ -177,16 +177,26 @@ func backupRestoreSource(ctx context.Context, src, dst string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if err != nil {
+		return restoreFailure(err, func(err error) error {
+			return errorf(ErrInvalidRequest, "the restore source is not a sound project database: with its write-ahead log, %s", sqliteMessage(err))
+		})
+	}
+	return nil
+}
+
+// restoreFailure is SQLite's error err on a restore's copy or its source:
+// the server's want of what the process shares (see unavailable) or of
+// disk space (see writeFailure), or else what unsound makes of it, a fault
+// of the source.
+func restoreFailure(err error, unsound func(error) error) error {
 	if busy := unavailable(err); busy != nil {
 		return busy
 	}
 	if writeFailure(err) {
 		return errors.Wrap(err, "write restored database")
 	}
-	if err != nil {
-		return errorf(ErrInvalidRequest, "the restore source is not a sound project database: with its write-ahead log, %s", sqliteMessage(err))
-	}
-	return nil
+	return unsound(err)
 }
 
 // writeFailure reports whether err is SQLite's failure to write a file
@@ -243,16 +253,9 @@ func (s *Store) adoptRestored(ctx context.Context, path, slug string) (proj Proj
 		}
 		return errorf(ErrInvalidRequest, "the restore source is not a sound project database: "+reason, args...)
 	}
-	// failed is SQLite's error err on the copy: the server's want of
-	// descriptors or disk space, or else the source's unsoundness.
+	// failed is SQLite's error err on the copy (see restoreFailure).
 	failed := func(err error) error {
-		if busy := unavailable(err); busy != nil {
-			return busy
-		}
-		if writeFailure(err) {
-			return errors.Wrap(err, "write restored database")
-		}
-		return unsound("%s", sqliteMessage(err))
+		return restoreFailure(err, func(err error) error { return unsound("%s", sqliteMessage(err)) })
 	}
 	c, err := openConn(path, false, s.opts.BusyTimeout)
 	if err != nil {

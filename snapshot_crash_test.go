@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -86,22 +85,7 @@ func TestSnapshotAndRestoreCrashSafety(t *testing.T) {
 				t.Fatalf("kill point %d: child failed: %s", k, arg)
 			}
 		}
-		want := 1 + rng.IntN(4)
-		timeout := time.After(60 * time.Second)
-		for got := 0; got < want; got++ {
-			select {
-			case line := <-lines:
-				ack(line)
-			case <-timeout:
-				t.Fatalf("kill point %d: child stalled", k)
-			}
-		}
-		time.Sleep(time.Duration(rng.IntN(30000)) * time.Microsecond)
-		is.NoErr(cmd.Process.Signal(syscall.SIGKILL))
-		for line := range lines {
-			ack(line)
-		}
-		cmd.Wait()
+		killChild(t, k, cmd, lines, 1+rng.IntN(4), time.Duration(rng.IntN(30000))*time.Microsecond, ack)
 		checkAfterSnapshotCrash(t, k, dir, exports, restored)
 	}
 

@@ -376,12 +376,12 @@ func (s *Store) Authenticate(ctx context.Context, slug, secret string) (Caller, 
 		tok, cached, gen := p.tokens.lookup(hash, now)
 		if !cached {
 			var err error
-			if tok, err = p.readToken(ctx, hash); err != nil {
+			if tok, err = p.readToken(ctx, tokenBySecret, hash[:]); err != nil {
 				return err
 			}
 		}
-		if tok.ExpiresAt != nil && !tok.ExpiresAt.After(now) {
-			return errorf(ErrInvalidToken, "the token has expired")
+		if err := tok.checkExpiry(now); err != nil {
+			return err
 		}
 		if !cached {
 			p.tokens.remember(hash, tok, now, gen)
@@ -410,38 +410,37 @@ func (p *project) recheckCaller(ctx context.Context) error {
 	now := p.store.now()
 	tok, cached, gen := p.tokens.lookupID(c.TokenID, now)
 	if !cached {
-		var found bool
-		err := p.readPoint(ctx, func(cn *conn) (err error) {
-			found, err = cn.queryRow(`SELECT `+tokenColumns+` FROM _pd_tokens WHERE id = ?`, []any{c.TokenID}, func(st *sqlite3.Stmt) error {
-				tok = scanToken(st)
-				return nil
-			})
+		var err error
+		if tok, err = p.readToken(ctx, tokenByID, c.TokenID); err != nil {
 			return err
-		})
-		switch {
-		case err != nil:
-			return err
-		case !found:
-			return errorf(ErrInvalidToken, "the token is no longer valid for project %q", p.slug)
-		case tok.RevokedAt != nil:
-			return errorf(ErrInvalidToken, "the token has been revoked")
 		}
 		p.tokens.rememberID(tok, now, gen)
 	}
+	return tok.checkExpiry(now)
+}
+
+// checkExpiry is ErrInvalidToken once the token has expired at now.
+func (tok Token) checkExpiry(now time.Time) error {
 	if tok.ExpiresAt != nil && !tok.ExpiresAt.After(now) {
 		return errorf(ErrInvalidToken, "the token has expired")
 	}
 	return nil
 }
 
-// readToken reads the token whose secret has the SHA-256 hash, on the
-// point-read connection (see readPoint); unknown and revoked tokens are
-// ErrInvalidToken.
-func (p *project) readToken(ctx context.Context, hash [32]byte) (Token, error) {
+// The columns by which readToken finds a token.
+const (
+	tokenBySecret = "secret_sha256" // the SHA-256 of its secret
+	tokenByID     = "id"
+)
+
+// readToken reads the token whose column (tokenBySecret or tokenByID)
+// holds key, on the point-read connection (see readPoint); unknown and
+// revoked tokens are ErrInvalidToken.
+func (p *project) readToken(ctx context.Context, column string, key any) (Token, error) {
 	var tok Token
 	var found bool
 	err := p.readPoint(ctx, func(c *conn) (err error) {
-		found, err = c.queryRow(`SELECT `+tokenColumns+` FROM _pd_tokens WHERE secret_sha256 = ?`, []any{hash[:]}, func(st *sqlite3.Stmt) error {
+		found, err = c.queryRow(`SELECT `+tokenColumns+` FROM _pd_tokens WHERE `+column+` = ?`, []any{key}, func(st *sqlite3.Stmt) error {
 			tok = scanToken(st)
 			return nil
 		})
