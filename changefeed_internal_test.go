@@ -151,3 +151,51 @@ func TestFollowerGetsEveryChangeOfTwoStores(t *testing.T) {
 		}
 	}
 }
+
+// TestChangePageBudgetCountsTheEncodedChanges: a page of the log holds the
+// changes whose JSON array, brackets and commas included, fits the result
+// budget: a budget of exactly the JSON of k changes holds k, one byte less
+// k-1.
+func TestChangePageBudgetCountsTheEncodedChanges(t *testing.T) {
+	ctx := context.Background()
+	s := itemsStore(t, nil)
+	rows := make([]Row, 30)
+	for i := range rows {
+		rows[i] = Row{"name": strings.Repeat("<é\n", i%5) + strings.Repeat("x", i), "qty": i}
+	}
+	_, err := s.Insert(ctx, "acme", "items", rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(maxBytes int) (page ChangePage) {
+		err := s.withProject(ctx, "acme", OpListChanges, func(p *project) error {
+			return p.read(ctx, func(c *conn) (err error) {
+				page, _, err = readChanges(c, ChangeQuery{Limit: 1000}, maxBytes)
+				return err
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page
+	}
+	const k = 20
+	first, err := json.Marshal(read(1 << 20).Changes[:k])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, budget := range []int{len(first), len(first) - 1} {
+		want := k
+		if budget < len(first) {
+			want = k - 1
+		}
+		page := read(budget)
+		enc, err := json.Marshal(page.Changes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Changes) != want || len(enc) > budget {
+			t.Errorf("budget %d: a page of %d changes of %d bytes, want %d changes", budget, len(page.Changes), len(enc), want)
+		}
+	}
+}

@@ -74,6 +74,53 @@ func jsonStringSize[S string | []byte](s S) int {
 	return n
 }
 
+// rowJSONSize is the size of a Row's JSON object whose members (keys and
+// values) count sum, as rowValueSize counts each: the opening brace, then
+// each member with its comma or the closing brace; {} when it has none.
+func rowJSONSize(sum, members int) int {
+	if members == 0 {
+		return len("{}")
+	}
+	return 1 + sum
+}
+
+// rowsBudget counts the rows of a result against the result budget
+// (Options.QueryMaxBytes) as the HTTP answer encodes them: the JSON array
+// `[row,row,…]`, its brackets and the commas between rows included.
+type rowsBudget struct {
+	max  int
+	size int // the array's bytes so far, its brackets included
+	rows int
+}
+
+// newRowsBudget returns the budget of an empty array of rows.
+func newRowsBudget(max int) rowsBudget {
+	return rowsBudget{max: max, size: len("[]")}
+}
+
+// room is the largest row JSON that still fits, its comma aside.
+func (b *rowsBudget) room() int {
+	if b.rows > 0 {
+		return b.max - b.size - 1
+	}
+	return b.max - b.size
+}
+
+// add counts a row whose JSON object takes n bytes, with its comma after
+// the first row, and reports true; or, when the row does not fit, counts
+// nothing and reports false.
+func (b *rowsBudget) add(n int) bool {
+	if n > b.room() {
+		return false
+	}
+	if b.rows > 0 {
+		b.size++
+	}
+	b.size += n
+	b.rows++
+	return true
+}
+
 // rowValueSize is encodedSize for a row's value, whose float64 is written
 // as appendRealJSON writes it.
 func rowValueSize(key string, v any) int {

@@ -478,7 +478,8 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 		return dbError(ctx, err)
 	}
 
-	maxBytes, size := s.opts.QueryMaxBytes, 0
+	maxBytes := s.opts.QueryMaxBytes
+	result := newRowsBudget(maxBytes)
 	last := make([]any, len(pl.order))
 	more := false
 	stop := errors.New("stop")
@@ -497,23 +498,24 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 		}
 		var (
 			row      Row
-			rowSize  int // as encodedSize counts the row's values and keys
+			rowSize  int // the row's JSON object
 			appended bool
 		)
 		if enc == nil {
 			row = make(Row, pl.out)
+			sum := 0
 			for i, col := range pl.sel[:pl.out] {
 				v := columnValue(st, i)
-				rowSize += rowValueSize(col.Name, v)
+				sum += rowValueSize(col.Name, v)
 				row[col.Name] = v
 			}
+			rowSize = rowJSONSize(sum, pl.out)
 		} else {
-			n, ok := enc.appendRow(&keys, st, names, maxBytes-size+2)
-			rowSize, appended = n-2, ok // the Row's count, without the braces' 2 bytes encodedSize leaves out
+			rowSize, appended = enc.appendRow(&keys, st, names, result.room())
 		}
-		if size+rowSize > maxBytes {
+		if !result.add(rowSize) {
 			if appended {
-				enc.dropRow(rowSize + 2)
+				enc.dropRow(rowSize)
 			}
 			if rows == 0 {
 				return errorf(ErrQueryResultTooLarge, "a row of table %q takes more than the result budget of %d bytes; select fewer columns", pl.t.Name, maxBytes)
@@ -521,7 +523,6 @@ func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl
 			list.Truncated, more = true, true
 			return stop
 		}
-		size += rowSize
 		rows++
 		if enc == nil {
 			list.Rows = append(list.Rows, row)

@@ -1,6 +1,8 @@
 package projectdata_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -157,4 +159,95 @@ func TestListTimeBudget(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(l.Rows[0]["n"], int64(299979))
 	})
+}
+
+// budgetRows returns a Store of result budget maxBytes whose table t holds
+// the same 60 rows of varied JSON sizes (escapes, non-ASCII text, numbers,
+// nulls) whatever the budget.
+func budgetRows(t *testing.T, maxBytes int) *projectdata.Store {
+	t.Helper()
+	s, _ := pdtest.NewProject(t, &projectdata.Options{QueryMaxBytes: maxBytes})
+	createTable(t, s, "t", projectdata.ColumnDef{Name: "v"}, projectdata.ColumnDef{Name: "n", Type: "REAL"})
+	rows := make([]projectdata.Row, 60)
+	for i := range rows {
+		rows[i] = projectdata.Row{"v": strings.Repeat("<é\n", i%7) + strings.Repeat("x", i), "n": float64(i) / 4}
+		if i%5 == 0 {
+			rows[i]["n"] = nil
+		}
+	}
+	if _, err := s.Insert(ctx, "acme", "t", rows); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// rowsJSON returns the rows of a list's or a query's answer as they are
+// encoded: the JSON array, byte for byte.
+func rowsJSON(t *testing.T, answer []byte) json.RawMessage {
+	t.Helper()
+	var page struct{ Rows json.RawMessage }
+	if err := json.Unmarshal(answer, &page); err != nil {
+		t.Fatal(err)
+	}
+	return page.Rows
+}
+
+// TestResultBudgetCountsTheEncodedRows: the result budget counts the rows
+// as the answer encodes them, their braces and the commas and brackets
+// around them included. A budget of exactly the JSON of k rows holds k
+// rows; one byte less holds k-1 (a list stops there, truncated; a query is
+// 413). It counted each row a byte or two short, so a full page of small
+// rows passed the budget by up to 2 KB.
+func TestResultBudgetCountsTheEncodedRows(t *testing.T) {
+	const k = 40
+	const sql = "SELECT * FROM t ORDER BY id"
+	all := budgetRows(t, 1<<20)
+	answer, err := all.AppendQueryJSON(ctx, nil, "acme", projectdata.QueryRequest{SQL: sql + " LIMIT 40"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := len(rowsJSON(t, answer)) // the JSON of the first k rows
+	for _, budget := range []int{exact, exact - 1} {
+		want := k
+		if budget < exact {
+			want = k - 1
+		}
+		s := budgetRows(t, budget)
+		page, err := s.AppendRecordListJSON(ctx, nil, "acme", "t", projectdata.ListOptions{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []projectdata.Row
+		encoded := rowsJSON(t, page)
+		if err := json.Unmarshal(encoded, &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != want || len(encoded) > budget {
+			t.Errorf("budget %d: the encoded list holds %d rows of %d bytes, want %d rows", budget, len(got), len(encoded), want)
+		}
+		l, err := s.ListRecords(ctx, "acme", "t", projectdata.ListOptions{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		built, _ := json.Marshal(l.Rows)
+		if len(l.Rows) != want || !l.Truncated || string(built) != string(encoded) {
+			t.Errorf("budget %d: the built list holds %d rows of %d bytes (truncated %v), want the %d rows encoded", budget, len(l.Rows), len(built), l.Truncated, want)
+		}
+
+		req := projectdata.QueryRequest{SQL: fmt.Sprintf("%s LIMIT %d", sql, k)}
+		answer, err := s.AppendQueryJSON(ctx, nil, "acme", req)
+		res, err2 := s.Query(ctx, "acme", req)
+		if budget < exact {
+			pdtest.Code(t, err, projectdata.ErrQueryResultTooLarge)
+			pdtest.Code(t, err2, projectdata.ErrQueryResultTooLarge)
+			continue
+		}
+		if err != nil || err2 != nil {
+			t.Fatalf("budget %d: the query of %d rows fails: %v, %v", budget, k, err, err2)
+		}
+		built, _ = json.Marshal(res.Rows)
+		if encoded := rowsJSON(t, answer); len(encoded) != exact || string(built) != string(encoded) {
+			t.Errorf("budget %d: the query's rows take %d bytes encoded, %d built", budget, len(encoded), len(built))
+		}
+	}
 }

@@ -33,7 +33,9 @@ type Options struct {
 	// interrupted when it runs out (query_budget_exceeded). Zero: 1s.
 	QueryTimeout time.Duration
 	// QueryMaxBytes is the result budget of one query, in bytes of encoded
-	// rows (query_result_too_large). Zero: 4 MiB.
+	// rows: the JSON array of the rows as the answer encodes it, brackets
+	// and commas included (query_result_too_large). It also ends a page of
+	// a record list or of the change log. Zero: 4 MiB.
 	QueryMaxBytes int
 	// QueryMaxMemory caps the memory SQLite may use for one query (each
 	// connection is its own SQLite instance); a query that needs more fails

@@ -516,7 +516,7 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 		q.enc.buf = append(q.enc.buf[:q.enc.start], `{"rows":[`...) // afresh: run may run again
 		q.enc.rows = 0
 	}
-	size := 0
+	budget := newRowsBudget(maxBytes)
 	// SQLite prepares the statement again inside a step when the schema
 	// changed since it was prepared (behind the registry's back, by
 	// another program, as a kept statement's registry is the same): the
@@ -541,20 +541,21 @@ func (q *queryRun) run(heap int64) (res QueryResult, err error) {
 			res.Truncated = true
 			break
 		}
+		var rowSize int // the row's JSON object
 		if q.enc != nil {
-			n, _ := q.enc.appendRow(keys, st, res.Columns, maxBytes-size)
-			size += n // past the budget: the error below
+			rowSize, _ = q.enc.appendRow(keys, st, res.Columns, budget.room()) // past the room: the error below
 		} else {
 			row := make(Row, len(res.Columns))
-			size += 2 // the row's braces or the comma before it
+			sum := 0
 			for i, name := range res.Columns {
 				v := columnValue(st, i)
-				size += rowValueSize(name, v)
+				sum += rowValueSize(name, v)
 				row[name] = v
 			}
+			rowSize = rowJSONSize(sum, len(res.Columns))
 			res.Rows = append(res.Rows, row)
 		}
-		if size > maxBytes {
+		if !budget.add(rowSize) {
 			return res, errorf(ErrQueryResultTooLarge, "the result exceeds %d bytes of JSON; select fewer columns or rows", maxBytes)
 		}
 		res.RowCount++

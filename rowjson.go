@@ -90,10 +90,10 @@ type jsonRows struct {
 }
 
 // appendRow appends the current row of st as the next element of a JSON
-// array of rows, keyed by k, and returns what the row counts against the
-// result budget: its JSON and one byte more, as encodedSize counts a Row
-// (`"key":value` and a comma or brace each). A row holding a REAL that JSON
-// cannot hold is encoded as its Row is (the REAL as text: columnValue).
+// array of rows (with its comma after the first), keyed by k, and returns
+// the size of the row's JSON object, as rowJSONSize counts its Row. A row
+// holding a REAL that JSON cannot hold is encoded as its Row is (the REAL
+// as text: columnValue).
 //
 // A large row (its text and blobs past bigRowBytes) that counts more than
 // room is not appended (appended is false): its JSON, up to six times its
@@ -116,15 +116,15 @@ func (r *jsonRows) appendRow(k *rowKeys, st *sqlite3.Stmt, names []string, room 
 		r.buf = append(r.buf, b...)
 	}
 	r.rows++
-	return len(r.buf) - at + 1, true
+	return len(r.buf) - at, true
 }
 
 // bigRowBytes is the text and blob bytes from which appendRow measures a
 // row before it encodes it.
 const bigRowBytes = 64 << 10
 
-// bigRowSize returns what the current row of st counts against the result
-// budget (as appendRow), measured without encoding it, when its text and
+// bigRowSize returns the size of the current row of st's JSON object (as
+// appendRow), measured without encoding it, when its text and
 // blobs take bigRowBytes or more (big); else nothing.
 func bigRowSize(k *rowKeys, st *sqlite3.Stmt) (size int, big bool) {
 	raw := 0
@@ -139,7 +139,7 @@ func bigRowSize(k *rowKeys, st *sqlite3.Stmt) (size int, big bool) {
 	if raw < bigRowBytes {
 		return 0, false
 	}
-	size = 3 // the braces, and the byte encodedSize adds
+	size = len("{}")
 	var digits [20]byte
 	for i, pos := range k.order {
 		size += len(k.prefix[i])
@@ -163,10 +163,11 @@ func bigRowSize(k *rowKeys, st *sqlite3.Stmt) (size int, big bool) {
 	return size, true
 }
 
-// dropRow removes the row appendRow appended last, of size bytes.
+// dropRow removes the row appendRow appended last, whose JSON object takes
+// size bytes.
 func (r *jsonRows) dropRow(size int) {
 	r.rows--
-	r.buf = r.buf[:len(r.buf)-(size-1)]
+	r.buf = r.buf[:len(r.buf)-size]
 	if r.rows > 0 {
 		r.buf = r.buf[:len(r.buf)-1] // its comma
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // TestEncodedRowCountsAsItsRow: what an encoded row counts against the
-// result budget is what encodedSize counts for the same Row, so that the
+// result budget is what rowJSONSize counts for the same Row, so that the
 // encoded and the built results stop at the same row, for values whose
 // JSON size is easy to get wrong.
 func TestEncodedRowCountsAsItsRow(t *testing.T) {
@@ -35,13 +35,14 @@ func TestEncodedRowCountsAsItsRow(t *testing.T) {
 		if !st.Step() {
 			t.Fatal(v, st.Err())
 		}
-		want := 2
+		sum := 0
 		for i, name := range names {
-			want += rowValueSize(name, columnValue(st, i))
+			sum += rowValueSize(name, columnValue(st, i))
 		}
+		want := rowJSONSize(sum, len(names))
 		var r jsonRows
-		if got, _ := r.appendRow(&k, st, names, math.MaxInt); got != want {
-			t.Errorf("%s: the encoded row counts %d, its Row %d", v, got, want)
+		if got, _ := r.appendRow(&k, st, names, math.MaxInt); got != want || got != len(r.buf) {
+			t.Errorf("%s: the encoded row counts %d, its Row %d, its JSON takes %d", v, got, want, len(r.buf))
 		}
 		if size, big := bigRowSize(&k, st); big {
 			if size != want {
