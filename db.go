@@ -42,6 +42,7 @@ type project struct {
 	wq      writeQueue  // writes waiting for the writer (writer.go)
 
 	psem  chan struct{} // holds point; capacity 1
+	esem  chan struct{} // one slot per export running (exportRead)
 	point *conn         // read-only connection of point reads (readPoint); nil until used
 
 	rsem     chan struct{} // one slot per reader in use
@@ -98,6 +99,7 @@ func (p *project) open() error {
 	p.wsem = make(chan struct{}, 1)
 	p.rsem = make(chan struct{}, p.store.opts.MaxReadersPerProject)
 	p.psem = make(chan struct{}, 1)
+	p.esem = make(chan struct{}, p.store.opts.MaxExportsPerProject)
 	p.lastUsed = make(map[int64]time.Time)
 	p.wal = watchWAL(p.dbPath())
 	if p.file, err = os.Stat(p.dbPath()); err != nil {
@@ -209,6 +211,44 @@ func (p *project) read(ctx context.Context, fn func(c *conn) error) (err error) 
 	cerr := p.endRead(c, err == nil)
 	healthy = cerr == nil
 	if err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// exportRead runs fn as read does, in one read transaction, but on a
+// read-only connection of its own, opened for it and closed after: an
+// export (a table's CSV, a project snapshot) reads for as long as its
+// table or the database takes, and must never hold the readers that the
+// project's other reads need. At most Options.MaxExportsPerProject run at
+// once; beyond that an export waits for one to end as a read waits for a
+// reader, and fails with ErrServerBusy after Options.QueueTimeout.
+func (p *project) exportRead(ctx context.Context, fn func(c *conn) error) (err error) {
+	if err := p.enter(ctx, p.esem, "export slot"); err != nil {
+		return err
+	}
+	defer func() { <-p.esem }()
+
+	c, err := p.openReader("export connection")
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	defer recoverReaderTrap(c, &err)
+
+	if err := c.exec(`BEGIN`); err != nil {
+		return err
+	}
+	old := c.db.SetInterrupt(ctx)
+	err = fn(c)
+	c.db.SetInterrupt(old)
+	if c.trapped {
+		return err
+	}
+	if errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil {
+		err = ctx.Err() // the caller went away
+	}
+	if cerr := c.endTx(); err == nil {
 		err = cerr
 	}
 	return err

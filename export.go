@@ -122,6 +122,9 @@ var exportIDPattern = regexp.MustCompile(`^exp_[a-z0-9]{1,64}$`)
 // snapshot while writes go on. The file is written under a temporary name,
 // synced and renamed into place, and the manifest is recorded only then:
 // no manifest ever describes a partial file, and a failure leaves no file.
+// The rows are read on a connection of the export's own, never one of the
+// project's readers; at most Options.MaxExportsPerProject exports of a
+// project run at once.
 //
 // The CSV follows RFC 4180 except that records end in LF ("\n"): a header
 // of the column names, then every row in primary-key order. Fields that
@@ -132,7 +135,9 @@ var exportIDPattern = regexp.MustCompile(`^exp_[a-z0-9]{1,64}$`)
 // base64 (with padding).
 //
 // Errors: ErrInvalidExportFormat (format other than "" or "csv", any case),
-// ErrTableNotFound, ErrProjectNotFound, ErrPermissionDenied.
+// ErrTableNotFound, ErrServerBusy (Options.MaxExportsPerProject exports
+// ran for longer than Options.QueueTimeout), ErrProjectNotFound,
+// ErrPermissionDenied.
 func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (Export, error) {
 	var out Export
 	err := s.withWrite(ctx, slug, writeCall{op: OpCreateExport, args: []any{table, format}, results: []any{&out}}, func(ctx context.Context, p *project) error {
@@ -222,7 +227,7 @@ func writeExportFile(ctx context.Context, p *project, dir, name, table string) (
 
 		// The registry is loaded inside the transaction, so the columns are
 		// those of the snapshot the rows come from.
-		err := p.read(ctx, func(c *conn) error {
+		err := p.exportRead(ctx, func(c *conn) error {
 			sc, err := loadSchema(c)
 			if err != nil {
 				return err

@@ -22,9 +22,19 @@ type Options struct {
 	// MaxOpenProjects bounds how many project databases are open at once;
 	// the least recently used idle project is closed first. Zero: 64.
 	MaxOpenProjects int
-	// MaxReadersPerProject bounds the read-only connections of one project,
-	// and so how many reads of a project run in parallel. Zero: 4.
+	// MaxReadersPerProject bounds the read-only connections of one project
+	// that serve its reads (besides the exports', MaxExportsPerProject, and
+	// one for token checks), and so how many reads of a project run in
+	// parallel. Zero: 4.
 	MaxReadersPerProject int
+	// MaxExportsPerProject bounds the exports (CSV exports and project
+	// snapshots) of one project that run at once. Each reads on a
+	// read-only connection of its own for as long as it runs, besides the
+	// MaxReadersPerProject readers, so that exports never hold the
+	// connections the project's other reads need; an export beyond the
+	// bound waits for one to end, up to QueueTimeout, then fails with
+	// ErrServerBusy. Zero: 2.
+	MaxExportsPerProject int
 	// BusyTimeout is how long a connection waits for a lock held by another
 	// process (or another Store on the folder) before the operation fails
 	// with ErrServerBusy. Zero: 5s.
@@ -106,6 +116,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxReadersPerProject <= 0 {
 		r.MaxReadersPerProject = 4
+	}
+	if r.MaxExportsPerProject <= 0 {
+		r.MaxExportsPerProject = 2
 	}
 	if r.BusyTimeout <= 0 {
 		r.BusyTimeout = 5 * time.Second

@@ -32,8 +32,11 @@ const (
 // reader never blocks the writer in WAL mode). RowCount counts the rows of
 // the application tables in that same transaction. The file is written
 // atomically like a CSV export: no manifest ever describes a partial file.
+// It counts as an export against Options.MaxExportsPerProject.
 //
-// Errors: ErrProjectNotFound, ErrPermissionDenied.
+// Errors: ErrServerBusy (Options.MaxExportsPerProject exports ran for
+// longer than Options.QueueTimeout), ErrProjectNotFound,
+// ErrPermissionDenied.
 func (s *Store) CreateProjectExport(ctx context.Context, slug string) (Export, error) {
 	var out Export
 	err := s.withWrite(ctx, slug, writeCall{op: OpCreateProjectExport, results: []any{&out}}, func(ctx context.Context, p *project) error {
@@ -63,7 +66,7 @@ func (p *project) writeSnapshot(ctx context.Context, dir, name string) (out expo
 		if err := f.Close(); err != nil {
 			return errors.Wrap(err, "close snapshot file")
 		}
-		err := p.read(ctx, func(c *conn) error {
+		err := p.exportRead(ctx, func(c *conn) error {
 			// Reading the registry starts the transaction's snapshot; the
 			// backup then runs inside it, so the counts and the copy agree.
 			sc, err := loadSchema(c)
