@@ -27,8 +27,8 @@ type ListOptions struct {
 	Where Where
 	// Order is a comma-separated list of column names, each ascending or,
 	// with a "-" before it, descending ("-qty,item"); the primary key
-	// breaks ties, in the direction of the last column. Empty: the
-	// primary key, ascending.
+	// breaks ties, in the direction of the last column. At most 32
+	// columns (ErrInvalidRequest). Empty: the primary key, ascending.
 	Order string
 	// Columns are the columns each row holds. Empty: every column.
 	Columns []string
@@ -67,6 +67,12 @@ type RecordList struct {
 const (
 	defaultListLimit = 100
 	maxListLimit     = 1000
+	// maxOrderColumns bounds the columns an order names: a page after a
+	// cursor reads one range per column of the order (see keysetArms),
+	// each its own statement as wide as the order, so an order of
+	// hundreds of columns took the whole execution budget to prepare them
+	// on a table of five rows.
+	maxOrderColumns = 32
 )
 
 // ListRecords returns a page of a table's rows, the rows Where selects in
@@ -77,9 +83,9 @@ const (
 // with Truncated set. The reads obey the execution budget
 // (Options.QueryTimeout).
 //
-// Errors: ErrInvalidRequest (a bad order, columns, count or offset, offset
-// with After), ErrInvalidCursor, ErrColumnNotFound, ErrInvalidWhere,
-// ErrInvalidColumnValue, ErrQueryResultTooLarge (one row larger than the
+// Errors: ErrInvalidRequest (a bad order or one of more than 32 columns,
+// a bad columns, count or offset, offset with After), ErrInvalidCursor,
+// ErrColumnNotFound, ErrInvalidWhere, ErrInvalidColumnValue, ErrQueryResultTooLarge (one row larger than the
 // result budget), ErrQueryBudgetExceeded (the message names the full
 // scans, as the hint for an index), ErrTableNotFound, ErrProjectNotFound,
 // ErrPermissionDenied.
@@ -223,7 +229,7 @@ type listPlan struct {
 	order     []orderTerm   // ends with the primary key
 	whereSQL  string        // " WHERE …" or empty
 	whereArgs []any
-	orderBy   string // " ORDER BY …"
+	orderBy   string // " ORDER BY …", by the columns' positions in sel
 	binding   []byte // table, order and where: what a cursor belongs to
 }
 
@@ -252,6 +258,9 @@ func planList(t *tableInfo, opts ListOptions) (*listPlan, error) {
 	if opts.Order != "" {
 		terms = strings.Split(opts.Order, ",")
 	}
+	if len(terms) > maxOrderColumns {
+		return nil, errorf(ErrInvalidRequest, "order names %d columns; at most %d are allowed", len(terms), maxOrderColumns)
+	}
 	for _, term := range terms {
 		name, desc := strings.CutPrefix(strings.TrimSpace(term), "-")
 		if name == "" {
@@ -273,18 +282,28 @@ func planList(t *tableInfo, opts ListOptions) (*listPlan, error) {
 		pl.addTerm(t.pk, desc)
 	}
 
-	var b strings.Builder
+	// The statement orders by the result columns' positions: SQLite finds
+	// a named term by comparing it with each result column, which, for an
+	// order of hundreds of columns, took the whole execution budget to
+	// prepare the statements of a page (see pageSQL). The cursor's binding
+	// names the columns, which do not depend on the columns returned.
+	var b, by strings.Builder
 	b.WriteString(" ORDER BY ")
+	by.WriteString(" ORDER BY ")
 	for i, o := range pl.order {
 		if i > 0 {
 			b.WriteString(", ")
+			by.WriteString(", ")
 		}
 		b.WriteString(o.col.quoted)
+		by.WriteString(strconv.Itoa(o.at + 1))
 		if o.desc {
 			b.WriteString(" DESC")
+			by.WriteString(" DESC")
 		}
 	}
-	pl.orderBy = b.String()
+	names := b.String()
+	pl.orderBy = by.String()
 
 	b.Reset()
 	var err error
@@ -297,7 +316,7 @@ func planList(t *tableInfo, opts ListOptions) (*listPlan, error) {
 	// made again is another table), then the order and where as SQL with
 	// the where's converted values: equal lists have equal bindings.
 	bind := strconv.AppendInt(nil, t.ID, 10)
-	for _, part := range []string{strings.ToLower(t.Name), pl.orderBy, pl.whereSQL} {
+	for _, part := range []string{strings.ToLower(t.Name), names, pl.whereSQL} {
 		bind = appendCursorValue(bind, part)
 	}
 	for _, v := range pl.whereArgs {

@@ -471,3 +471,71 @@ func TestListOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestListOrderOfManyColumns is the regression of an order naming every
+// column of a 200-column table of five rows: its first page came, the
+// next took the whole execution budget (422 with an index hint) preparing
+// one statement per column of the order. An order of more than 32 columns
+// is now refused (400 invalid_request); one of 32 pages in the order
+// SQLite gives, whatever the columns returned.
+func TestListOrderOfManyColumns(t *testing.T) {
+	s, _ := pdtest.NewProject(t, nil)
+	cols := make([]projectdata.ColumnDef, 200)
+	for i := range cols {
+		cols[i] = projectdata.ColumnDef{Name: fmt.Sprintf("c%d", i), Type: "INTEGER"}
+	}
+	createTable(t, s, "wide", cols...)
+	rows := make([]projectdata.Row, 40)
+	for i := range rows {
+		rows[i] = projectdata.Row{}
+		for k := range 40 {
+			if v := (i*7 + k*3) % 5; v < 3 { // 3 values and NULL: many ties
+				rows[i][fmt.Sprintf("c%d", k)] = v
+			}
+		}
+	}
+	if _, err := s.Insert(ctx, "acme", "wide", rows); err != nil {
+		t.Fatal(err)
+	}
+	// order returns an order of the first n columns, every third one
+	// descending, and the same as SQL.
+	order := func(n int) (order, sql string) {
+		terms, sqlTerms := make([]string, n), make([]string, n)
+		for k := range terms {
+			terms[k], sqlTerms[k] = fmt.Sprintf("c%d", k), fmt.Sprintf("c%d", k)
+			if k%3 == 1 {
+				terms[k], sqlTerms[k] = "-"+terms[k], sqlTerms[k]+" DESC"
+			}
+		}
+		return strings.Join(terms, ","), strings.Join(sqlTerms, ", ")
+	}
+
+	all, _ := order(200)
+	_, err := s.ListRecords(ctx, "acme", "wide", projectdata.ListOptions{Order: all})
+	pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+	if !strings.Contains(err.Error(), "at most 32") {
+		t.Errorf("the refusal does not give the limit: %v", err)
+	}
+
+	by, sql := order(32)
+	res, err := s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT id FROM wide ORDER BY " + sql + ", id DESC"}) // c31 is descending: so is the key
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int64
+	for _, row := range res.Rows {
+		want = append(want, row["id"].(int64))
+	}
+	for _, columns := range [][]string{nil, {"c35", "id"}} {
+		var got []int64
+		for row, err := range s.Rows(ctx, "acme", "wide", projectdata.ListOptions{Order: by, Columns: columns, Limit: 3}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, row["id"].(int64))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("columns %v: the pages hold %v, want %v", columns, got, want)
+		}
+	}
+}

@@ -131,7 +131,7 @@ var apiRoutes = []apiRoute{
 	{method: "GET", path: "/projects/{project}/records/{table}", summary: "List rows: filter, order, columns, keyset or offset pages, count", status: 200,
 		query: []apiParam{
 			{"where", strSchema, "URL-encoded JSON: an object of column equalities or an array of {column, op, value} conditions."},
-			{"order", strSchema, "Comma-separated columns, each optionally prefixed with - for descending."},
+			{"order", strSchema, "Comma-separated columns (at most 32), each optionally prefixed with - for descending."},
 			{"columns", strSchema, "Comma-separated columns to return."},
 			limitParam,
 			{"after", strSchema, "next_cursor of the previous page."},
