@@ -85,9 +85,10 @@ const (
 //
 // Errors: ErrInvalidRequest (a bad order or one of more than 32 columns,
 // a bad columns, count or offset, offset with After), ErrInvalidCursor,
-// ErrColumnNotFound, ErrInvalidWhere, ErrInvalidColumnValue, ErrQueryResultTooLarge (one row larger than the
-// result budget), ErrQueryBudgetExceeded (the message names the full
-// scans, as the hint for an index), ErrTableNotFound, ErrProjectNotFound,
+// ErrColumnNotFound, ErrInvalidWhere, ErrInvalidColumnValue,
+// ErrQueryResultTooLarge (one row larger than the result budget),
+// ErrQueryBudgetExceeded (the message names the full scans, as the hint
+// for an index), ErrTableNotFound, ErrProjectNotFound,
 // ErrPermissionDenied.
 func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOptions) (RecordList, error) {
 	return s.listRecords(ctx, slug, table, opts, nil)
