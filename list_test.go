@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -479,7 +480,7 @@ func TestListOptions(t *testing.T) {
 // is now refused (400 invalid_request); one of 32 pages in the order
 // SQLite gives, whatever the columns returned.
 func TestListOrderOfManyColumns(t *testing.T) {
-	s, _ := pdtest.NewProject(t, nil)
+	s, _ := pdtest.NewProject(t, &projectdata.Options{QueryTimeout: time.Minute}) // what is tested is not time: a slow machine (-race) too
 	cols := make([]projectdata.ColumnDef, 200)
 	for i := range cols {
 		cols[i] = projectdata.ColumnDef{Name: fmt.Sprintf("c%d", i), Type: "INTEGER"}
