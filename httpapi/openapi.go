@@ -331,7 +331,7 @@ func openAPIDocument() []byte {
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "projectdata", "version": "1",
-			"description": "Project-scoped tables on SQLite. Every JSON answer is an envelope {ok, data, error, request_id, meta}; an error's code says what went wrong (x-error-codes lists a route's codes). Every GET route also answers HEAD: the same status and headers, without the body."},
+			"description": "Project-scoped tables on SQLite. Every JSON answer is an envelope {ok, data, error, request_id, meta}; an error's code says what went wrong (x-error-codes lists a route's codes). A query parameter a route does not list, or one given twice, is refused (400 invalid_request). Every GET route also answers HEAD: the same status and headers, without the body."},
 		"paths": paths,
 		"components": map[string]any{
 			"schemas": schemas,
@@ -359,6 +359,23 @@ func (h *Handler) serveOpenAPI(w http.ResponseWriter, _ *http.Request, _ httprou
 	noteRoute(w, openAPIRoute)
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Write(openAPIJSON)
+}
+
+// queryParams returns the names of the query parameters of the route
+// method path (in httprouter's form), as apiRoutes documents them: the
+// Handler refuses any other. A route apiRoutes does not have is a
+// programming error.
+func queryParams(method, path string) []string {
+	for _, rt := range apiRoutes {
+		if rt.method == method && routerPath(rt.path) == path {
+			names := make([]string, len(rt.query))
+			for i, q := range rt.query {
+				names[i] = q.name
+			}
+			return names
+		}
+	}
+	panic("httpapi: route " + method + " " + path + " is not in apiRoutes")
 }
 
 // pathParams returns the {names} of an OpenAPI path.
