@@ -129,6 +129,9 @@ func TestUsageErrorsAreReportedOnce(t *testing.T) {
 		{[]string{"token", "list", "acme", "extra"}, `token list: unexpected argument "extra"; usage: server token list [-data DIR] SLUG`},
 		{[]string{"version", "x"}, `version: unexpected argument "x"; usage: server version`},
 		{[]string{"token", "create", "-role", "", "acme"}, `invalid value "" for flag -role`},
+		// Checked before the data folder is opened: "d" does not exist.
+		{[]string{"token", "create", "-data", "d", "-role", "owner", "acme"}, `invalid value "owner" for flag -role: want admin, write or read`},
+		{[]string{"token", "create", "-data", "d", "-role", "READ", "acme"}, `invalid value "READ" for flag -role`},
 		{[]string{"project", "sync", "-timeout", "0", "acme"}, "-timeout"},
 		{[]string{"project", "sync", "-timeout", "-1s", "acme"}, "-timeout"},
 		{[]string{"-bogus"}, "-bogus"},
