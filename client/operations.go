@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -110,7 +111,7 @@ func columnBody(d pd.ColumnDef) map[string]any {
 		b["column_type"] = d.Type
 	}
 	if d.Default != nil {
-		b["default_value"] = d.Default
+		b["default_value"] = wireValue(d.Default)
 	}
 	return b
 }
@@ -197,7 +198,7 @@ func (c *Client) UpdateColumn(ctx context.Context, slug, table, column string, u
 		body["is_nullable"] = upd.Nullable.To
 	}
 	if upd.Default.Set {
-		body["default_value"] = upd.Default.To
+		body["default_value"] = wireValue(upd.Default.To)
 	}
 	if upd.Unique.Set {
 		body["is_unique"] = upd.Unique.To
@@ -242,7 +243,7 @@ func (c *Client) insert(ctx context.Context, req request, slug, table string) (p
 func (c *Client) ListRecords(ctx context.Context, slug, table string, opts pd.ListOptions) (pd.RecordList, error) {
 	q := url.Values{}
 	if len(opts.Where) > 0 {
-		w, err := encodeJSON(opts.Where)
+		w, err := encodeJSON(wireWhere(opts.Where))
 		if err != nil {
 			return pd.RecordList{}, &pd.Error{Code: pd.ErrInvalidWhere, Message: "encode where: " + err.Error()}
 		}
@@ -331,6 +332,7 @@ func (c *Client) DeleteRecord(ctx context.Context, slug, table string, id any) (
 
 // UpdateRecords changes the rows upd.Where matches.
 func (c *Client) UpdateRecords(ctx context.Context, slug, table string, upd pd.BulkUpdate) (pd.BulkResult, error) {
+	upd.Where = wireWhere(upd.Where)
 	var out pd.BulkResult
 	err := c.do(ctx, request{method: "PATCH", path: project(slug, "records", seg(table)), body: upd, idempotent: true}, &out)
 	return out, err
@@ -338,6 +340,7 @@ func (c *Client) UpdateRecords(ctx context.Context, slug, table string, upd pd.B
 
 // DeleteRecords deletes the rows del.Where matches.
 func (c *Client) DeleteRecords(ctx context.Context, slug, table string, del pd.BulkDelete) (pd.BulkResult, error) {
+	del.Where = wireWhere(del.Where)
 	var out pd.BulkResult
 	err := c.do(ctx, request{method: "DELETE", path: project(slug, "records", seg(table)), body: del, idempotent: true}, &out)
 	return out, err
@@ -392,6 +395,44 @@ func (c *Client) DropIndex(ctx context.Context, slug, table, index string) (stri
 	}
 	err := c.do(ctx, request{method: "DELETE", path: project(slug, "indexes", seg(table), seg(index)), idempotent: true}, &out)
 	return out.IndexName, err
+}
+
+// wireWhere is w with each value as wireValue sends it.
+func wireWhere(w pd.Where) pd.Where {
+	if w == nil {
+		return nil
+	}
+	out := make(pd.Where, len(w))
+	for i, c := range w {
+		c.Value = wireValue(c.Value)
+		out[i] = c
+	}
+	return out
+}
+
+// wireValue is v as JSON must carry it for the server to read the value
+// the Store reads from v itself, as Row's MarshalJSON writes a row's
+// values: a time.Time in UTC (encoding/json keeps its zone, and a TEXT
+// column compares the text), a float32 as the float64 it is
+// (1.100000023841858, not 1.1), and so each item of a list (in, not_in).
+func wireValue(v any) any {
+	switch x := v.(type) {
+	case nil, []byte:
+		return v
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Float32:
+		return rv.Float()
+	case reflect.Slice:
+		items := make([]any, rv.Len())
+		for i := range items {
+			items[i] = wireValue(rv.Index(i).Interface())
+		}
+		return items
+	}
+	return v
 }
 
 // plainRows turns the exact numbers of decoded rows into the Store's Go
