@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -352,6 +354,18 @@ func (c *Client) DeleteRecords(ctx context.Context, slug, table string, del pd.B
 func (c *Client) Query(ctx context.Context, slug string, req pd.QueryRequest) (pd.QueryResult, error) {
 	if len(req.Args) > 0 && len(req.Named) > 0 {
 		return pd.QueryResult{}, &pd.Error{Code: pd.ErrInvalidRequest, Message: "params are either positional or named, not both"}
+	}
+	// The values the Store refuses (a time.Time, a uint64, a []byte, …)
+	// JSON would carry as other values the server takes.
+	for i, a := range req.Args {
+		if err := pd.CheckQueryParam(a); err != nil {
+			return pd.QueryResult{}, &pd.Error{Code: pd.ErrInvalidRequest, Message: fmt.Sprintf("parameter %d: %s", i+1, err)}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(req.Named)) {
+		if err := pd.CheckQueryParam(req.Named[name]); err != nil {
+			return pd.QueryResult{}, &pd.Error{Code: pd.ErrInvalidRequest, Message: fmt.Sprintf("parameter :%s: %s", name, err)}
+		}
 	}
 	body := map[string]any{"sql": req.SQL}
 	switch {
