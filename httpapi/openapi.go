@@ -190,7 +190,7 @@ var apiRoutes = []apiRoute{
 		codes: []pd.Code{pd.ErrChangesExpired, pd.ErrInvalidTableName, pd.ErrTableNotFound}},
 	{method: "GET", path: "/projects/{project}/changes/stream", summary: "Follow changes as Server-Sent Events (id = change id; Last-Event-ID resumes)", status: 200,
 		query: []apiParam{{"after", `{"type":"integer","minimum":0}`, "Change id to start after; default: from now."},
-			{"tables", strSchema, "Comma-separated tables to keep."}, limitParam},
+			{"tables", strSchema, "Comma-separated tables to keep."}},
 		media: "text/event-stream", codes: []pd.Code{pd.ErrChangesExpired, pd.ErrInvalidTableName, pd.ErrTableNotFound}},
 }
 
