@@ -176,7 +176,8 @@ var apiRoutes = []apiRoute{
 		data:  object(`"exports","total","limit","offset"`, `"exports":{"type":"array","items":`+ref("Export")+`}`, `"total":`+intSchema, `"limit":`+intSchema, `"offset":`+intSchema),
 		codes: []pd.Code{pd.ErrInvalidExportStatus}},
 	{method: "POST", path: "/projects/{project}/exports", summary: "Export a table to a CSV file, or (kind project_export, admin) the whole project database to a SQLite file", status: 201, write: true,
-		body: `{"type":"object","properties":{"kind":{"enum":["` + pd.ExportKindTable + `","` + pd.ExportKindProject + `"]},"table":{"type":"string"},"format":{"enum":["csv"]}}}`,
+		body: `{"type":"object","properties":{"kind":{"enum":["` + pd.ExportKindTable + `","` + pd.ExportKindProject + `"]},"table":{"type":"string"},` +
+			`"format":{"type":"string","pattern":"^([Cc][Ss][Vv]|[Ss][Qq][Ll][Ii][Tt][Ee])$","description":"csv for a table export, sqlite for a project export (the default of each), in any case."}}}`,
 		data: object(`"export"`, `"export":`+ref("Export")), codes: codes(tableCodes, []pd.Code{pd.ErrInvalidExportFormat})},
 	{method: "DELETE", path: "/projects/{project}/exports/not-found", summary: "Forget exports whose files are gone", status: 200, write: true,
 		data: object(`"deleted_count","project","scope","status"`, `"deleted_count":`+intSchema, `"project":`+strSchema, `"scope":`+strSchema, `"status":`+strSchema)},
