@@ -43,8 +43,13 @@ func (c *Client) RenameProject(ctx context.Context, slug, name string) (pd.Proje
 // and a key on ctx is sent so that it is refused (ErrInvalidRequest) as
 // the Store refuses it.
 func (c *Client) CreateToken(ctx context.Context, slug string, req pd.NewToken) (pd.CreatedToken, error) {
-	body := map[string]any{"token_name": req.Name, "role": req.Role}
-	if req.Type != "" { // empty: the default, which the API takes from an absent field
+	// An empty role or type is the default, which the API takes from an
+	// absent field: its document has no empty role.
+	body := map[string]any{"token_name": req.Name}
+	if req.Role != "" {
+		body["role"] = req.Role
+	}
+	if req.Type != "" {
 		body["token_type"] = req.Type
 	}
 	if req.ExpiresAt != nil {

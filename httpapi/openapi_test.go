@@ -1,9 +1,9 @@
 package httpapi_test
 
 // The OpenAPI document is checked with pb33f/libopenapi-validator, a test
-// dependency only: this file is the one place that imports it, and Go's
-// module graph pruning keeps the test-only dependencies of httpapi out of
-// the builds of applications importing projectdata.
+// dependency only: this file and the client's document_test.go are the
+// places that import it, and Go's module graph pruning keeps test-only
+// dependencies out of the builds of applications importing projectdata.
 
 import (
 	"bytes"
