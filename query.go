@@ -724,6 +724,16 @@ func bindQueryParams(st *sqlite3.Stmt, req QueryRequest) error {
 	return nil
 }
 
+// CheckQueryParam returns the error Query gives a parameter value (in
+// QueryRequest's Args or Named) that it does not bind: any but nil, a
+// string, an int or int64, a float64, a bool, or a json.Number in range.
+// The Go client checks its parameters with it, so that a value the Store
+// refuses is not sent in a JSON form the server would take.
+func CheckQueryParam(v any) error {
+	_, err := paramValue(v)
+	return err
+}
+
 // paramValue turns a JSON-decoded or Go scalar into a value to bind.
 func paramValue(v any) (any, error) {
 	switch x := v.(type) {

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"net/url"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,8 +43,13 @@ func (c *Client) RenameProject(ctx context.Context, slug, name string) (pd.Proje
 // and a key on ctx is sent so that it is refused (ErrInvalidRequest) as
 // the Store refuses it.
 func (c *Client) CreateToken(ctx context.Context, slug string, req pd.NewToken) (pd.CreatedToken, error) {
-	body := map[string]any{"token_name": req.Name, "role": req.Role}
-	if req.Type != "" { // empty: the default, which the API takes from an absent field
+	// An empty role or type is the default, which the API takes from an
+	// absent field: its document has no empty role.
+	body := map[string]any{"token_name": req.Name}
+	if req.Role != "" {
+		body["role"] = req.Role
+	}
+	if req.Type != "" {
 		body["token_type"] = req.Type
 	}
 	if req.ExpiresAt != nil {
@@ -110,7 +118,7 @@ func columnBody(d pd.ColumnDef) map[string]any {
 		b["column_type"] = d.Type
 	}
 	if d.Default != nil {
-		b["default_value"] = d.Default
+		b["default_value"] = wireValue(d.Default)
 	}
 	return b
 }
@@ -197,7 +205,7 @@ func (c *Client) UpdateColumn(ctx context.Context, slug, table, column string, u
 		body["is_nullable"] = upd.Nullable.To
 	}
 	if upd.Default.Set {
-		body["default_value"] = upd.Default.To
+		body["default_value"] = wireValue(upd.Default.To)
 	}
 	if upd.Unique.Set {
 		body["is_unique"] = upd.Unique.To
@@ -242,7 +250,7 @@ func (c *Client) insert(ctx context.Context, req request, slug, table string) (p
 func (c *Client) ListRecords(ctx context.Context, slug, table string, opts pd.ListOptions) (pd.RecordList, error) {
 	q := url.Values{}
 	if len(opts.Where) > 0 {
-		w, err := encodeJSON(opts.Where)
+		w, err := encodeJSON(wireWhere(opts.Where))
 		if err != nil {
 			return pd.RecordList{}, &pd.Error{Code: pd.ErrInvalidWhere, Message: "encode where: " + err.Error()}
 		}
@@ -331,6 +339,7 @@ func (c *Client) DeleteRecord(ctx context.Context, slug, table string, id any) (
 
 // UpdateRecords changes the rows upd.Where matches.
 func (c *Client) UpdateRecords(ctx context.Context, slug, table string, upd pd.BulkUpdate) (pd.BulkResult, error) {
+	upd.Where = wireWhere(upd.Where)
 	var out pd.BulkResult
 	err := c.do(ctx, request{method: "PATCH", path: project(slug, "records", seg(table)), body: upd, idempotent: true}, &out)
 	return out, err
@@ -338,6 +347,7 @@ func (c *Client) UpdateRecords(ctx context.Context, slug, table string, upd pd.B
 
 // DeleteRecords deletes the rows del.Where matches.
 func (c *Client) DeleteRecords(ctx context.Context, slug, table string, del pd.BulkDelete) (pd.BulkResult, error) {
+	del.Where = wireWhere(del.Where)
 	var out pd.BulkResult
 	err := c.do(ctx, request{method: "DELETE", path: project(slug, "records", seg(table)), body: del, idempotent: true}, &out)
 	return out, err
@@ -349,6 +359,18 @@ func (c *Client) DeleteRecords(ctx context.Context, slug, table string, del pd.B
 func (c *Client) Query(ctx context.Context, slug string, req pd.QueryRequest) (pd.QueryResult, error) {
 	if len(req.Args) > 0 && len(req.Named) > 0 {
 		return pd.QueryResult{}, &pd.Error{Code: pd.ErrInvalidRequest, Message: "params are either positional or named, not both"}
+	}
+	// The values the Store refuses (a time.Time, a uint64, a []byte, …)
+	// JSON would carry as other values the server takes.
+	for i, a := range req.Args {
+		if err := pd.CheckQueryParam(a); err != nil {
+			return pd.QueryResult{}, &pd.Error{Code: pd.ErrInvalidRequest, Message: fmt.Sprintf("parameter %d: %s", i+1, err)}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(req.Named)) {
+		if err := pd.CheckQueryParam(req.Named[name]); err != nil {
+			return pd.QueryResult{}, &pd.Error{Code: pd.ErrInvalidRequest, Message: fmt.Sprintf("parameter :%s: %s", name, err)}
+		}
 	}
 	body := map[string]any{"sql": req.SQL}
 	switch {
@@ -392,6 +414,44 @@ func (c *Client) DropIndex(ctx context.Context, slug, table, index string) (stri
 	}
 	err := c.do(ctx, request{method: "DELETE", path: project(slug, "indexes", seg(table), seg(index)), idempotent: true}, &out)
 	return out.IndexName, err
+}
+
+// wireWhere is w with each value as wireValue sends it.
+func wireWhere(w pd.Where) pd.Where {
+	if w == nil {
+		return nil
+	}
+	out := make(pd.Where, len(w))
+	for i, c := range w {
+		c.Value = wireValue(c.Value)
+		out[i] = c
+	}
+	return out
+}
+
+// wireValue is v as JSON must carry it for the server to read the value
+// the Store reads from v itself, as Row's MarshalJSON writes a row's
+// values: a time.Time in UTC (encoding/json keeps its zone, and a TEXT
+// column compares the text), a float32 as the float64 it is
+// (1.100000023841858, not 1.1), and so each item of a list (in, not_in).
+func wireValue(v any) any {
+	switch x := v.(type) {
+	case nil, []byte:
+		return v
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Float32:
+		return rv.Float()
+	case reflect.Slice:
+		items := make([]any, rv.Len())
+		for i := range items {
+			items[i] = wireValue(rv.Index(i).Interface())
+		}
+		return items
+	}
+	return v
 }
 
 // plainRows turns the exact numbers of decoded rows into the Store's Go

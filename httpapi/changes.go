@@ -19,9 +19,6 @@ import (
 // routes.
 func changeQuery(q url.Values) (pd.ChangeQuery, error) {
 	var cq pd.ChangeQuery
-	if err := knownParams(q, "after", "tables", "limit"); err != nil {
-		return cq, err
-	}
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {

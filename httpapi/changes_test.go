@@ -199,6 +199,12 @@ func TestChangeStreamRefusesABadQueryBeforeStreaming(t *testing.T) {
 		a.must(a.do("GET", "/projects/acme/changes/stream?after=0&"+c.query, a.read, ""), 400, c.code)
 		a.must(a.do("GET", "/projects/acme/changes/stream?"+c.query, a.read, "", "Last-Event-ID", "0"), 400, c.code)
 	}
+	// The list's limit is no parameter of the stream, which has no pages:
+	// it was taken and ignored.
+	st := openStream(t, streamServer(t, a.h), "/projects/acme/changes/stream?limit=5", a.read)
+	if st.res.StatusCode != 400 {
+		t.Errorf("GET /changes/stream?limit=5: %s, want 400 invalid_request", st.res.Status)
+	}
 }
 
 func TestChangeStream(t *testing.T) {

@@ -261,10 +261,15 @@ type endpoint func(r *http.Request, ps httprouter.Params) (status int, data any,
 type streamEndpoint func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error
 
 // handle registers a route that needs a token allowed to do op and answers
-// with the envelope.
+// with the envelope. A query parameter the route's entry in apiRoutes does
+// not list, or one given twice, is refused before fn runs.
 func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpoint) {
+	params := queryParams(method, path)
 	h.register(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
-		status, data, err := fn(r, ps)
+		status, data, err := 0, any(nil), knownParams(r.URL.Query(), params...)
+		if err == nil {
+			status, data, err = fn(r, ps)
+		}
 		if ir, ok := r.Body.(*idempotentRequest); ok && err != nil && !ir.fingerprinted {
 			// Refused before the Store ran the operation (its body, say):
 			// the refusal is the key's answer all the same.
@@ -279,10 +284,16 @@ func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpo
 }
 
 // handleStream registers a route that needs a token allowed to do op and
-// writes its own body; its errors still answer with the envelope.
+// writes its own body; its errors still answer with the envelope. Its query
+// parameters are checked as handle's are.
 func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn streamEndpoint) {
+	params := queryParams(method, path)
 	h.register(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
-		if err := fn(w, r, ps); err != nil {
+		err := knownParams(r.URL.Query(), params...)
+		if err == nil {
+			err = fn(w, r, ps)
+		}
+		if err != nil {
 			h.writeError(w, r, x, err)
 		}
 	}))

@@ -176,7 +176,8 @@ var apiRoutes = []apiRoute{
 		data:  object(`"exports","total","limit","offset"`, `"exports":{"type":"array","items":`+ref("Export")+`}`, `"total":`+intSchema, `"limit":`+intSchema, `"offset":`+intSchema),
 		codes: []pd.Code{pd.ErrInvalidExportStatus}},
 	{method: "POST", path: "/projects/{project}/exports", summary: "Export a table to a CSV file, or (kind project_export, admin) the whole project database to a SQLite file", status: 201, write: true,
-		body: `{"type":"object","properties":{"kind":{"enum":["` + pd.ExportKindTable + `","` + pd.ExportKindProject + `"]},"table":{"type":"string"},"format":{"enum":["csv"]}}}`,
+		body: `{"type":"object","properties":{"kind":{"enum":["` + pd.ExportKindTable + `","` + pd.ExportKindProject + `"]},"table":{"type":"string"},` +
+			`"format":{"type":"string","pattern":"^([Cc][Ss][Vv]|[Ss][Qq][Ll][Ii][Tt][Ee])$","description":"csv for a table export, sqlite for a project export (the default of each), in any case."}}}`,
 		data: object(`"export"`, `"export":`+ref("Export")), codes: codes(tableCodes, []pd.Code{pd.ErrInvalidExportFormat})},
 	{method: "DELETE", path: "/projects/{project}/exports/not-found", summary: "Forget exports whose files are gone", status: 200, write: true,
 		data: object(`"deleted_count","project","scope","status"`, `"deleted_count":`+intSchema, `"project":`+strSchema, `"scope":`+strSchema, `"status":`+strSchema)},
@@ -190,7 +191,7 @@ var apiRoutes = []apiRoute{
 		codes: []pd.Code{pd.ErrChangesExpired, pd.ErrInvalidTableName, pd.ErrTableNotFound}},
 	{method: "GET", path: "/projects/{project}/changes/stream", summary: "Follow changes as Server-Sent Events (id = change id; Last-Event-ID resumes)", status: 200,
 		query: []apiParam{{"after", `{"type":"integer","minimum":0}`, "Change id to start after; default: from now."},
-			{"tables", strSchema, "Comma-separated tables to keep."}, limitParam},
+			{"tables", strSchema, "Comma-separated tables to keep."}},
 		media: "text/event-stream", codes: []pd.Code{pd.ErrChangesExpired, pd.ErrInvalidTableName, pd.ErrTableNotFound}},
 }
 
@@ -331,7 +332,7 @@ func openAPIDocument() []byte {
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "projectdata", "version": "1",
-			"description": "Project-scoped tables on SQLite. Every JSON answer is an envelope {ok, data, error, request_id, meta}; an error's code says what went wrong (x-error-codes lists a route's codes). Every GET route also answers HEAD: the same status and headers, without the body."},
+			"description": "Project-scoped tables on SQLite. Every JSON answer is an envelope {ok, data, error, request_id, meta}; an error's code says what went wrong (x-error-codes lists a route's codes). A query parameter a route does not list, or one given twice, is refused (400 invalid_request). Every GET route also answers HEAD: the same status and headers, without the body."},
 		"paths": paths,
 		"components": map[string]any{
 			"schemas": schemas,
@@ -359,6 +360,23 @@ func (h *Handler) serveOpenAPI(w http.ResponseWriter, _ *http.Request, _ httprou
 	noteRoute(w, openAPIRoute)
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Write(openAPIJSON)
+}
+
+// queryParams returns the names of the query parameters of the route
+// method path (in httprouter's form), as apiRoutes documents them: the
+// Handler refuses any other. A route apiRoutes does not have is a
+// programming error.
+func queryParams(method, path string) []string {
+	for _, rt := range apiRoutes {
+		if rt.method == method && routerPath(rt.path) == path {
+			names := make([]string, len(rt.query))
+			for i, q := range rt.query {
+				names[i] = q.name
+			}
+			return names
+		}
+	}
+	panic("httpapi: route " + method + " " + path + " is not in apiRoutes")
 }
 
 // pathParams returns the {names} of an OpenAPI path.

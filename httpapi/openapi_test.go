@@ -1,21 +1,25 @@
 package httpapi_test
 
 // The OpenAPI document is checked with pb33f/libopenapi-validator, a test
-// dependency only: this file is the one place that imports it, and Go's
-// module graph pruning keeps the test-only dependencies of httpapi out of
-// the builds of applications importing projectdata.
+// dependency only: this file and the client's document_test.go are the
+// places that import it, and Go's module graph pruning keeps test-only
+// dependencies out of the builds of applications importing projectdata.
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"github.com/pb33f/libopenapi"
@@ -90,13 +94,92 @@ func checkMessages(t testing.TB, req *http.Request, reqBody []byte, status int, 
 	}
 }
 
+// servedDocument is the document GET /openapi.json serves: its operations
+// and their parameters.
+type servedDocument struct {
+	Paths map[string]map[string]struct {
+		Parameters []struct {
+			Name string `json:"name"`
+			In   string `json:"in"`
+		} `json:"parameters"`
+	} `json:"paths"`
+}
+
+func serveDocument(t *testing.T) servedDocument {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	httpapi.New(nil, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/openapi.json", nil))
+	var doc servedDocument
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// TestEveryRouteIsDocumented walks the served document and the router
+// both ways: every route the router registers is an operation of the
+// document, with its method, and every operation a route.
 func TestEveryRouteIsDocumented(t *testing.T) {
 	is := is.New(t)
 	a := newAPI(t, nil)
 	h := httpapi.New(a.store, &httpapi.Options{Metrics: prommetrics.New(a.store)})
 	registered := slices.Sorted(slices.Values(httpapi.RegisteredRoutes(h)))
-	documented := slices.Sorted(slices.Values(httpapi.DocumentedRoutes()))
+	var documented []string
+	toRouter := regexp.MustCompile(`\{([a-z_]+)\}`)
+	for path, ops := range serveDocument(t).Paths {
+		for method := range ops {
+			documented = append(documented, strings.ToUpper(method)+" "+toRouter.ReplaceAllString(path, ":$1"))
+		}
+	}
+	slices.Sort(documented)
 	is.Equal(registered, documented) // the router's routes are the document's
+}
+
+// TestEveryRouteTakesTheDocumentedQueryParameters walks the served
+// document's operations: each takes every query parameter the document
+// lists for it (given twice, it is refused as repeated, not as unknown),
+// and no other (400 invalid_request naming it), before it runs: a
+// parameter a route ignored would change nothing the client can see, not
+// even a write's, whose Idempotency-Key fingerprint leaves the query out.
+func TestEveryRouteTakesTheDocumentedQueryParameters(t *testing.T) {
+	a := newAPI(t, nil)
+	fill := regexp.MustCompile(`\{[a-z_]+\}`)
+	for path, ops := range serveDocument(t).Paths {
+		if !strings.HasPrefix(path, "/projects/") {
+			continue // /healthz, /metrics, /openapi.json: no project, no token
+		}
+		// Every parameter is checked before the route runs: no table,
+		// record or export needs to exist.
+		target := strings.Replace(fill.ReplaceAllString(path, "x"), "/projects/x", "/projects/acme", 1)
+		for method, op := range ops {
+			method = strings.ToUpper(method)
+			refused := func(query, want string) {
+				t.Helper()
+				// A route that took the request would run: a change stream
+				// until its context ends.
+				ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				req := httptest.NewRequestWithContext(ctx, method, target+"?"+query, nil)
+				req.Header.Set("Authorization", "Bearer "+a.admin)
+				rec := httptest.NewRecorder()
+				a.h.ServeHTTP(rec, req)
+				var env struct {
+					Error struct{ Code, Message string }
+				}
+				json.Unmarshal(rec.Body.Bytes(), &env)
+				if rec.Code != 400 || env.Error.Code != "invalid_request" || !strings.Contains(env.Error.Message, want) {
+					t.Errorf("%s %s?%s: got %d %.300s, want 400 invalid_request saying %s", method, path, query, rec.Code, rec.Body, want)
+				}
+				checkExchange(t, req, nil, rec.Code, rec.Header(), rec.Body.Bytes())
+			}
+			refused("undocumented=1", `unknown query parameter "undocumented"`)
+			for _, p := range op.Parameters {
+				if p.In == "query" {
+					refused(p.Name+"=1&"+p.Name+"=2", `query parameter "`+p.Name+`" is given 2 times`)
+				}
+			}
+		}
+	}
 }
 
 func TestOpenAPIDocumentIsServedWithoutToken(t *testing.T) {

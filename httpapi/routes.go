@@ -112,9 +112,6 @@ func (h *Handler) createToken(r *http.Request, ps httprouter.Params) (int, any, 
 }
 
 func (h *Handler) listTokens(r *http.Request, ps httprouter.Params) (int, any, error) {
-	if err := knownParams(r.URL.Query()); err != nil {
-		return 0, nil, err
-	}
 	toks, err := h.store.ListTokens(r.Context(), ps.ByName("project"))
 	return http.StatusOK, map[string]any{"tokens": toks}, err
 }
@@ -129,9 +126,6 @@ func (h *Handler) revokeToken(r *http.Request, ps httprouter.Params) (int, any, 
 }
 
 func (h *Handler) listTables(r *http.Request, ps httprouter.Params) (int, any, error) {
-	if err := knownParams(r.URL.Query()); err != nil {
-		return 0, nil, err
-	}
 	tables, err := h.store.ListTables(r.Context(), ps.ByName("project"))
 	return http.StatusOK, map[string]any{"tables": tables}, err
 }
@@ -190,9 +184,6 @@ func (h *Handler) deleteTable(r *http.Request, ps httprouter.Params) (int, any, 
 }
 
 func (h *Handler) listColumns(r *http.Request, ps httprouter.Params) (int, any, error) {
-	if err := knownParams(r.URL.Query()); err != nil {
-		return 0, nil, err
-	}
 	table, cols, err := h.store.ListColumns(r.Context(), ps.ByName("project"), ps.ByName("table"))
 	return http.StatusOK, map[string]any{"table": table, "columns": cols}, err
 }
@@ -247,9 +238,6 @@ func (h *Handler) insertRecords(r *http.Request, ps httprouter.Params) (int, any
 
 func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
 	q := r.URL.Query()
-	if err := knownParams(q, "where", "order", "columns", "limit", "after", "offset", "count"); err != nil {
-		return 0, nil, err
-	}
 	opts := pd.ListOptions{Order: q.Get("order"), After: pd.Cursor(q.Get("after")), Count: pd.CountMode(q.Get("count"))}
 	if err := queryPage(q, &opts.Limit, &opts.Offset); err != nil {
 		return 0, nil, err
@@ -373,9 +361,6 @@ func (h *Handler) deleteRecords(r *http.Request, ps httprouter.Params) (int, any
 }
 
 func (h *Handler) listIndexes(r *http.Request, ps httprouter.Params) (int, any, error) {
-	if err := knownParams(r.URL.Query()); err != nil {
-		return 0, nil, err
-	}
 	table, idx, err := h.store.ListIndexes(r.Context(), ps.ByName("project"), ps.ByName("table"))
 	return http.StatusOK, map[string]any{"table": table, "indexes": idx}, err
 }
@@ -396,9 +381,6 @@ func (h *Handler) dropIndex(r *http.Request, ps httprouter.Params) (int, any, er
 
 func (h *Handler) listExports(r *http.Request, ps httprouter.Params) (int, any, error) {
 	q := r.URL.Query()
-	if err := knownParams(q, "status", "limit", "offset"); err != nil {
-		return 0, nil, err
-	}
 	eq := pd.ExportQuery{Status: q.Get("status")}
 	if q.Has("status") && eq.Status == "" {
 		return 0, nil, errorf(pd.ErrInvalidExportStatus, "status must be ready, not_found or all")

@@ -26,6 +26,10 @@ func TestProjectExportRoutes(t *testing.T) {
 	a.must(a.do("POST", "/projects/acme/exports", a.admin, `{"kind":"project_export","table":"t"}`), 400, "invalid_request")
 	a.must(a.do("POST", "/projects/acme/exports", a.admin, `{"kind":"project_export","format":"csv"}`), 400, "invalid_export_format")
 	a.must(a.do("POST", "/projects/acme/exports", a.admin, `{"format":"csv"}`), 400, "invalid_request") // a table export needs its table
+	// Its own format may be named, in any case, as a table export's may
+	// (and the document takes both requests).
+	a.must(a.do("POST", "/projects/acme/exports", a.admin, `{"kind":"project_export","format":"SQLite"}`), 201, "")
+	a.must(a.do("POST", "/projects/acme/exports", a.admin, `{"table":"t","format":"CSV"}`), 201, "")
 	res := a.must(a.do("POST", "/projects/acme/exports", a.admin, `{"kind":"project_export"}`), 201, "")
 	exp := res.data()["export"].(map[string]any)
 	is.Equal(exp["kind"], "project_export")

@@ -216,6 +216,11 @@ func parseFlags(fs *flag.FlagSet, args []string, nargs int, stdout io.Writer) ([
 		rest = append(rest, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+	if data := fs.Lookup("data"); data != nil && data.Value.String() == "" {
+		// Every command's -data: "" names no folder (os.Stat says it does
+		// not exist, Open that it is empty).
+		return nil, flagError(fs, "data", "want a folder, such as "+defaultDataDir)
+	}
 	if nargs >= 0 && len(rest) != nargs {
 		if len(rest) > nargs {
 			return nil, usageErrorf("%s: unexpected argument %q; %s", fs.Name(), rest[nargs], usageLine(fs.Name()))

@@ -19,7 +19,9 @@ func tokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if *role == "" { // given so: the Store would read it as the default
+	switch projectdata.Role(*role) {
+	case projectdata.RoleAdmin, projectdata.RoleWrite, projectdata.RoleRead:
+	default: // "" too: the Store would read it as the default
 		return flagError(fs, "role", "want admin, write or read")
 	}
 	store, err := openExisting(*data)
