@@ -266,7 +266,7 @@ type streamEndpoint func(w http.ResponseWriter, r *http.Request, ps httprouter.P
 func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpoint) {
 	params := queryParams(method, path)
 	h.register(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
-		status, data, err := 0, any(nil), knownParams(r.URL.Query(), params...)
+		status, data, err := 0, any(nil), knownQuery(r, params)
 		if err == nil {
 			status, data, err = fn(r, ps)
 		}
@@ -289,7 +289,7 @@ func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpo
 func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn streamEndpoint) {
 	params := queryParams(method, path)
 	h.register(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
-		err := knownParams(r.URL.Query(), params...)
+		err := knownQuery(r, params)
 		if err == nil {
 			err = fn(w, r, ps)
 		}
@@ -297,6 +297,15 @@ func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn
 			h.writeError(w, r, x, err)
 		}
 	}))
+}
+
+// knownQuery checks r's query parameters against the route's, without
+// parsing an empty query (most requests).
+func knownQuery(r *http.Request, params []string) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	return knownParams(r.URL.Query(), params...)
 }
 
 // register adds a route to the router and to the list the OpenAPI
