@@ -176,6 +176,17 @@ func TestConformance(t *testing.T) {
 		{name: "IndexColumnsNotArray", method: "POST", path: "/projects/acme/indexes/items", role: "admin", body: `{"columns":"name"}`, status: 400, code: "invalid_request"},
 		{name: "IndexUniqueNotBoolean", method: "POST", path: "/projects/acme/indexes/items", role: "admin", body: `{"columns":["name"],"unique":"yes"}`, status: 400, code: "invalid_request"},
 		{name: "TableDisplayNameNotString", method: "PATCH", path: "/projects/acme/table/items", role: "admin", body: `{"display_name":5}`, status: 400, code: "invalid_request"},
+
+		// Operation headers: sent, the three fields are echoed.
+		{name: "RunIDAloneEchoesTheThreeFields", method: "GET", path: "/projects/acme", role: "read", headers: []string{"X-Operation-Run-Id", "oprun_abc"}, status: 200, check: func(is *is.I, _ map[string]any, raw []byte) {
+			var env map[string]any
+			is.NoErr(json.Unmarshal(raw, &env))
+			key, ok := env["operation_key"]
+			is.True(ok) // operation_key is echoed when a run id alone was sent
+			is.Equal(key, "")
+			is.Equal(env["operation_run_id"], "oprun_abc")
+			is.Equal(env["operation_grouping_status"], "accepted_provided_run")
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

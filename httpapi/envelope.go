@@ -87,7 +87,7 @@ type envelope struct {
 	Data                    any        `json:"data"`
 	Error                   *errorBody `json:"error"`
 	RequestID               string     `json:"request_id"`
-	OperationKey            string     `json:"operation_key,omitempty"`
+	OperationKey            *string    `json:"operation_key,omitempty"` // with operation_run_id, "" when no key was sent
 	OperationRunID          string     `json:"operation_run_id,omitempty"`
 	OperationGroupingStatus string     `json:"operation_grouping_status,omitempty"`
 	Meta                    meta       `json:"meta"`
@@ -136,7 +136,12 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, x *exchange
 
 func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, env envelope) {
 	env.RequestID = x.requestID
-	env.OperationKey, env.OperationRunID, env.OperationGroupingStatus = x.opKey, x.opRunID, x.opGrouping
+	if x.opRunID != "" {
+		// The operation headers were sent: the three fields are echoed,
+		// the key as "" when only X-Operation-Run-Id was sent.
+		env.OperationKey = &x.opKey
+		env.OperationRunID, env.OperationGroupingStatus = x.opRunID, x.opGrouping
+	}
 	env.Meta.GeneratedAt = projectdata.Timestamp{Time: h.opts.Now()}
 	buf, _ := h.bodies.Get().(*bytes.Buffer)
 	if buf == nil {
@@ -180,8 +185,13 @@ func appendEnvelope(buf *bytes.Buffer, env *envelope) error {
 	if err := appendJSON(buf, env.RequestID); err != nil {
 		return err
 	}
+	if env.OperationKey != nil {
+		buf.WriteString(`,"operation_key":`)
+		if err := appendJSON(buf, *env.OperationKey); err != nil {
+			return err
+		}
+	}
 	for _, f := range [...]struct{ name, value string }{ // omitempty
-		{`,"operation_key":`, env.OperationKey},
 		{`,"operation_run_id":`, env.OperationRunID},
 		{`,"operation_grouping_status":`, env.OperationGroupingStatus},
 	} {
