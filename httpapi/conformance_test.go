@@ -131,6 +131,7 @@ func TestConformance(t *testing.T) {
 		{name: "ContentTypeCaseInsensitive", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Type", "Application/JSON"}, status: 200},
 		{name: "ContentTypeStructuredJSON", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Type", "application/merge-patch+json"}, status: 200},
 		{name: "ContentTypeMissing", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Type", ""}, status: 200},
+		{name: "ContentTypeOtherCharset", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Type", "application/json; charset=iso-8859-1"}, status: 415, code: "unsupported_media_type"},
 		{name: "ContentTypeTextJSON", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Type", "text/json"}, status: 415, code: "unsupported_media_type"},
 		{name: "ContentTypeMalformed", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Type", "application/json; charset"}, status: 415, code: "unsupported_media_type"},
 		{name: "ContentTypeOfAnEmptyBody", method: "POST", path: "/projects/acme/auth/tokens", role: "admin", headers: []string{"Content-Type", "text/plain"}, status: 201},

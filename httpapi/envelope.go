@@ -267,16 +267,19 @@ func (h *Handler) putBody(b *bytes.Buffer) {
 // body past the limit reads as payload_too_large, and one the client
 // abandons as errClientAborted. A body that is not JSON by its
 // Content-Type is unsupported_media_type (a missing Content-Type is taken
-// as JSON), unless it is empty.
+// as JSON), unless it is empty; so is JSON declared in a charset other
+// than UTF-8, which the body is read as (RFC 8259, 8.1).
 func (h *Handler) body(r *http.Request) (io.Reader, error) {
 	br := &bodyReader{r: http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes), limit: h.opts.MaxBodyBytes}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			if r.ContentLength == 0 {
-				return br, nil
-			}
+		mt, params, err := mime.ParseMediaType(ct)
+		charset, hasCharset := params["charset"]
+		switch {
+		case r.ContentLength == 0:
+		case err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")):
 			return nil, errorf(projectdata.ErrUnsupportedMediaType, "send the body as application/json")
+		case hasCharset && !strings.EqualFold(charset, "utf-8") && !strings.EqualFold(charset, "utf8"):
+			return nil, errorf(projectdata.ErrUnsupportedMediaType, "send the body as application/json in UTF-8, not charset %.40q", charset)
 		}
 	}
 	return br, nil
