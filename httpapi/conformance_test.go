@@ -153,8 +153,10 @@ func TestConformance(t *testing.T) {
 		{name: "QuerySQLNotString", method: "POST", path: "/projects/acme/query", role: "read", body: `{"sql":5}`, status: 400, code: "invalid_request"},
 		{name: "QueryEmptySQL", method: "POST", path: "/projects/acme/query", role: "read", body: `{"sql":""}`, status: 400, code: "invalid_request"},
 
-		// Export list: limit clamped to 1..500.
+		// Export list: limit clamped to 1..500; no query on the
+		// not-found deletion.
 		{name: "ExportLimitAboveClamped", method: "GET", path: "/projects/acme/exports?limit=1000", role: "read", status: 200, check: dataIs("limit", json.Number("500"))},
+		{name: "DeleteNotFoundExportsTakesNoQuery", method: "DELETE", path: "/projects/acme/exports/not-found?status=ready", role: "admin", status: 400, code: "invalid_request"},
 
 		// Null and absent fields.
 		{name: "AddColumnNullableNullIsDefault", method: "POST", path: "/projects/acme/column/items", role: "admin", body: `{"column_name":"note","is_nullable":null,"column_type":null}`, status: 201, check: func(is *is.I, data map[string]any, _ []byte) {
