@@ -126,7 +126,7 @@ func TestConformance(t *testing.T) {
 		{name: "TooManyRowsBeforeUnknownTable", method: "POST", path: "/projects/acme/records/nope", role: "write", body: rows(10000, `{}]`), status: 413, code: "too_many_rows"},
 
 		// Content-Type: JSON in UTF-8, however spelled; no Content-Type is
-		// taken as JSON; an empty body needs none.
+		// taken as JSON; an empty body needs none. No content coding.
 		{name: "ContentTypeCharsetWithoutSpace", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Type", "application/json;charset=UTF-8"}, status: 200},
 		{name: "ContentTypeCaseInsensitive", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Type", "Application/JSON"}, status: 200},
 		{name: "ContentTypeStructuredJSON", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Type", "application/merge-patch+json"}, status: 200},
@@ -134,6 +134,8 @@ func TestConformance(t *testing.T) {
 		{name: "ContentTypeOtherCharset", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Type", "application/json; charset=iso-8859-1"}, status: 415, code: "unsupported_media_type"},
 		{name: "ContentTypeTextJSON", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Type", "text/json"}, status: 415, code: "unsupported_media_type"},
 		{name: "ContentTypeMalformed", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Type", "application/json; charset"}, status: 415, code: "unsupported_media_type"},
+		{name: "ContentEncodingGzip", method: "PATCH", path: "/projects/acme", role: "admin", body: "\x1f\x8b\x08\x00", headers: []string{"Content-Encoding", "gzip"}, status: 415, code: "unsupported_media_type"},
+		{name: "ContentEncodingIdentity", method: "PATCH", path: "/projects/acme", role: "admin", body: `{"project_name":"Acme"}`, headers: []string{"Content-Encoding", "identity"}, status: 200},
 		{name: "ContentTypeOfAnEmptyBody", method: "POST", path: "/projects/acme/auth/tokens", role: "admin", headers: []string{"Content-Type", "text/plain"}, status: 201},
 
 		// Body limits, decided while the body streams (CONTRACT §10).

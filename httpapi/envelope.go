@@ -268,9 +268,15 @@ func (h *Handler) putBody(b *bytes.Buffer) {
 // abandons as errClientAborted. A body that is not JSON by its
 // Content-Type is unsupported_media_type (a missing Content-Type is taken
 // as JSON), unless it is empty; so is JSON declared in a charset other
-// than UTF-8, which the body is read as (RFC 8259, 8.1).
+// than UTF-8, which the body is read as (RFC 8259, 8.1), and a body in a
+// content coding (gzip, say), which is not decoded (RFC 9110, 8.4.1).
 func (h *Handler) body(r *http.Request) (io.Reader, error) {
 	br := &bodyReader{r: http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes), limit: h.opts.MaxBodyBytes}
+	for _, ce := range r.Header.Values("Content-Encoding") {
+		if ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") && r.ContentLength != 0 {
+			return nil, errorf(projectdata.ErrUnsupportedMediaType, "send the body without a content coding, not %.40q", ce)
+		}
+	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, params, err := mime.ParseMediaType(ct)
 		charset, hasCharset := params["charset"]
