@@ -548,7 +548,7 @@ func (t *tableInfo) shape() string {
 		b = strconv.AppendBool(b, bool(col.IsNullable))
 		b = strconv.AppendBool(b, bool(col.IsPrimary))
 		b = strconv.AppendBool(b, bool(col.IsUnique))
-		if def, err := col.Type.convert(col.DefaultValue); err == nil {
+		if def, err := colType(col.Type).convert(col.DefaultValue); err == nil {
 			b = appendJSONValue(b, def)
 		}
 	}

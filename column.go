@@ -224,7 +224,7 @@ func (s *Store) UpdateColumn(ctx context.Context, slug, table, column string, up
 				return err
 			}
 		}
-		var typ ColumnType
+		var typ colType
 		if upd.Type.Set {
 			if upd.Type.To == "" {
 				return errorf(ErrInvalidColumnType, "column_type must be one of TEXT, INTEGER, REAL, NUMERIC, BOOLEAN, DATETIME")
@@ -287,7 +287,7 @@ func (s *Store) UpdateColumn(ctx context.Context, slug, table, column string, up
 // updatedSpec applies an update's type, nullability, default and
 // uniqueness to a column's definition (not its name), checking what needs
 // no data: the primary key rules and that the default fits the type.
-func updatedSpec(old columnSpec, typ ColumnType, upd ColumnUpdate) (columnSpec, error) {
+func updatedSpec(old columnSpec, typ colType, upd ColumnUpdate) (columnSpec, error) {
 	next := old
 	const pkRule = "column %q is the primary key: primary key columns are always unique and not null"
 	if upd.Type.Set && typ != old.Type {
@@ -307,7 +307,7 @@ func updatedSpec(old columnSpec, typ ColumnType, upd ColumnUpdate) (columnSpec, 
 	if upd.Default.Set {
 		next.Default, err = checkDefault(next.Type, upd.Default.To)
 	} else { // the default as it is, maybe in a new type
-		next.Default, err = next.Type.convert(old.Default)
+		next.Default, err = colType(next.Type).convert(old.Default)
 	}
 	if err != nil {
 		return next, errors.WithMessagef(err, "default of column %q", old.Name)
@@ -446,13 +446,13 @@ func (t *tableInfo) specs() ([]columnSpec, error) {
 // spec returns the column's definition, its default converted again from
 // the registry's JSON.
 func (col *columnInfo) spec() (columnSpec, error) {
-	def, err := col.Type.convert(col.DefaultValue)
+	def, err := colType(col.Type).convert(col.DefaultValue)
 	if err != nil {
 		return columnSpec{}, errors.Wrapf(err, "stored default of column %q", col.Name)
 	}
 	return columnSpec{
 		Name:     col.Name,
-		Type:     col.Type,
+		Type:     colType(col.Type),
 		Primary:  bool(col.IsPrimary),
 		Nullable: bool(col.IsNullable),
 		Unique:   bool(col.IsUnique),

@@ -384,7 +384,7 @@ func planBody(t *tableInfo, ib *insertBody) (*insertPlan, error) {
 			} else {
 				seen[p] = int32(i) + 1
 			}
-			x, err := col.Type.convertCell(ib, c)
+			x, err := colType(col.Type).convertCell(ib, c)
 			if err != nil {
 				return nil, errors.WithMessagef(errors.WithMessagef(err, "column %q", col.Name), "row %d", i)
 			}
@@ -403,7 +403,7 @@ func planBody(t *tableInfo, ib *insertBody) (*insertPlan, error) {
 
 // convertCell is convert for the value of a cell, without making it an
 // interface value first.
-func (t ColumnType) convertCell(ib *insertBody, c *bodyCell) (sqlValue, error) {
+func (t colType) convertCell(ib *insertBody, c *bodyCell) (sqlValue, error) {
 	var (
 		x   any
 		err error

@@ -75,7 +75,7 @@ func (t *tableInfo) imageParts() (*tableImages, error) {
 	}
 	ti := &tableImages{head: appendImageHead(nil, t), defaults: make([][]byte, len(t.columns))}
 	for i, col := range t.columns {
-		d, err := col.Type.convert(col.DefaultValue)
+		d, err := colType(col.Type).convert(col.DefaultValue)
 		if err != nil {
 			ti.err = errors.Wrapf(err, "stored default of column %q", col.Name)
 			break

@@ -21,7 +21,7 @@ import (
 //
 // Values going in are scalars: nil, bool, numbers (json.Number keeps JSON
 // numbers exact; Go ints and floats work too) and strings; each must fit its
-// column (see ColumnType). Values coming out are nil, int64 (INTEGER, and
+// column (see colType). Values coming out are nil, int64 (INTEGER, and
 // BOOLEAN as 0/1), float64 (REAL) or string (TEXT, and DATETIME as text);
 // NUMERIC gives int64 or float64.
 type Row map[string]any
@@ -304,7 +304,7 @@ func (t *tableInfo) rowValues(row Row, buf []colValue) ([]colValue, error) {
 		if err != nil {
 			return nil, err
 		}
-		x, err := col.Type.convert(v)
+		x, err := colType(col.Type).convert(v)
 		if err != nil {
 			return nil, errors.WithMessagef(err, "column %q", col.Name)
 		}
@@ -744,7 +744,7 @@ func (t *tableInfo) key(id any) (any, error) {
 	if t.pk == nil {
 		return nil, errorf(ErrRecordNotFound, "table %q has no primary key", t.Name)
 	}
-	k, err := t.pk.Type.convert(id)
+	k, err := colType(t.pk.Type).convert(id)
 	if err != nil || k == nil {
 		return nil, errorf(ErrRecordNotFound, "no record with %s %s in table %q: the key is %s", t.pk.Name, showID(id), t.Name, t.pk.Type)
 	}
@@ -771,7 +771,7 @@ func showID(id any) string {
 	case nil:
 		return "NULL"
 	}
-	if v, err := TypeNumeric.convert(id); err == nil {
+	if v, err := colType(TypeNumeric).convert(id); err == nil {
 		return showValue(v)
 	}
 	return "of an unsupported kind"

@@ -33,7 +33,7 @@ func (v sqlValue) float() float64  { return math.Float64frombits(uint64(v.n)) }
 func (v sqlValue) isNull() bool    { return v.kind == sqlNull }
 
 // sqlValueOf holds a converted value (nil, int64, float64 or string, as
-// ColumnType.convert returns them).
+// colType.convert returns them).
 func sqlValueOf(v any) sqlValue {
 	switch v := v.(type) {
 	case int64:

@@ -37,8 +37,8 @@ type TableDef struct {
 // ColumnDef describes a column to create.
 type ColumnDef struct {
 	Name string
-	// Type is one of the ColumnType constants (TypeInteger, …) or its name
-	// in any case ("integer"); empty is TEXT.
+	// Type is a column type's name in any case ("integer"), such as the
+	// Type constants (TypeInteger, …); empty is TEXT.
 	Type ColumnType
 	// Primary makes the column the table's primary key (always unique and
 	// not null). Only CreateTable accepts it.
@@ -243,7 +243,7 @@ func loadSchema(c *conn) (*schema, error) {
 			ID:         st.ColumnInt64(0),
 			TableName:  t.Name,
 			Name:       st.ColumnText(2),
-			Type:       ColumnType(st.ColumnText(3)),
+			Type:       st.ColumnText(3),
 			IsNullable: Bit(st.ColumnBool(4)),
 			IsPrimary:  Bit(st.ColumnBool(6)),
 			IsUnique:   Bit(st.ColumnBool(7)),
@@ -476,7 +476,7 @@ func (s *Store) CreateTable(ctx context.Context, slug string, def TableDef) (Tab
 // columnSpec is a validated column definition.
 type columnSpec struct {
 	Name     string
-	Type     ColumnType
+	Type     colType
 	Primary  bool
 	Nullable bool
 	Unique   bool
@@ -539,7 +539,7 @@ func checkColumnDef(cd ColumnDef) (columnSpec, error) {
 	if err := checkName(ErrInvalidColumnName, "column name", cd.Name); err != nil {
 		return columnSpec{}, err
 	}
-	typ, err := parseColumnType(string(cd.Type))
+	typ, err := parseColumnType(cd.Type)
 	if err != nil {
 		return columnSpec{}, err
 	}
@@ -566,7 +566,7 @@ func checkKeyDefault(spec columnSpec) error {
 const maxDefaultBytes = 4096
 
 // checkDefault converts a column's default to its type, and bounds it.
-func checkDefault(typ ColumnType, v any) (any, error) {
+func checkDefault(typ colType, v any) (any, error) {
 	def, err := typ.convert(v)
 	if err != nil {
 		return nil, err

@@ -11,26 +11,33 @@ import (
 	"unicode/utf8"
 )
 
-// ColumnType is the type of a column. Input is case-insensitive; types are
-// returned upper case.
-type ColumnType string
+// ColumnType is the name of a column's type, one of the Type constants.
+// Input is case-insensitive; types are returned upper case. It is a
+// string (CONTRACT §1 fixes ColumnDef.Type as one), so that a type read
+// from input needs no conversion.
+type ColumnType = string
 
-// The column types.
+// colType is a column's type, normalized (parseColumnType), with the
+// rules of the values that fit it.
+type colType string
+
+// The column types. They are untyped, so that each is a ColumnType and a
+// colType alike.
 const (
-	TypeText     ColumnType = "TEXT"
-	TypeInteger  ColumnType = "INTEGER"
-	TypeReal     ColumnType = "REAL"
-	TypeNumeric  ColumnType = "NUMERIC"
-	TypeBoolean  ColumnType = "BOOLEAN"  // stored 0/1; accepts true/false/0/1
-	TypeDatetime ColumnType = "DATETIME" // ISO 8601 in, stored and returned as RFC 3339 UTC to the millisecond
+	TypeText     = "TEXT"
+	TypeInteger  = "INTEGER"
+	TypeReal     = "REAL"
+	TypeNumeric  = "NUMERIC"
+	TypeBoolean  = "BOOLEAN"  // stored 0/1; accepts true/false/0/1
+	TypeDatetime = "DATETIME" // ISO 8601 in, stored and returned as RFC 3339 UTC to the millisecond
 )
 
 // parseColumnType normalizes a type name; empty means TEXT.
-func parseColumnType(s string) (ColumnType, error) {
+func parseColumnType(s string) (colType, error) {
 	if s == "" {
 		return TypeText, nil
 	}
-	switch t := ColumnType(strings.ToUpper(s)); t {
+	switch t := colType(strings.ToUpper(s)); t {
 	case TypeText, TypeInteger, TypeReal, TypeNumeric, TypeBoolean, TypeDatetime:
 		return t, nil
 	}
@@ -56,7 +63,7 @@ var datetimeLayouts = []string{
 // kind (named types too) or a time.Time. Only lossless conversions are
 // made: a number a REAL or NUMERIC column would round, an integer out of
 // int64's range, a time finer than a millisecond are refused.
-func (t ColumnType) convert(v any) (any, error) {
+func (t colType) convert(v any) (any, error) {
 	switch x := v.(type) {
 	case nil:
 		return nil, nil
@@ -101,7 +108,7 @@ func (t ColumnType) convert(v any) (any, error) {
 // convertKind converts the Go scalars convert has no case for by their
 // kind: every int and uint width, float32, and named types of them, of
 // string and of bool.
-func (t ColumnType) convertKind(v reflect.Value) (any, error) {
+func (t colType) convertKind(v reflect.Value) (any, error) {
 	switch v.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return t.convertInt(v.Int())
@@ -123,7 +130,7 @@ func (t ColumnType) convertKind(v reflect.Value) (any, error) {
 
 // convertTime returns an instant in the service's one timestamp form,
 // refusing what it cannot hold exactly; shown is how the caller wrote it.
-func (t ColumnType) convertTime(x time.Time, shown string) (any, error) {
+func (t colType) convertTime(x time.Time, shown string) (any, error) {
 	if x.Nanosecond()%int(time.Millisecond) != 0 {
 		return nil, errorf(ErrInvalidColumnValue, "%s is finer than the millisecond a DATETIME column holds", strconv.Quote(truncate(shown)))
 	}
@@ -133,7 +140,7 @@ func (t ColumnType) convertTime(x time.Time, shown string) (any, error) {
 	return formatTime(x), nil
 }
 
-func (t ColumnType) convertInt(n int64) (any, error) {
+func (t colType) convertInt(n int64) (any, error) {
 	switch t {
 	case TypeInteger, TypeNumeric:
 		return n, nil
@@ -153,7 +160,7 @@ func (t ColumnType) convertInt(n int64) (any, error) {
 }
 
 // convertNumber converts the text of a JSON number.
-func (t ColumnType) convertNumber(num, shown string) (any, error) {
+func (t colType) convertNumber(num, shown string) (any, error) {
 	switch t {
 	case TypeText:
 		return num, nil
@@ -175,7 +182,7 @@ func (t ColumnType) convertNumber(num, shown string) (any, error) {
 }
 
 // convertFloat converts a number a float64 holds exactly (see exactFloat).
-func (t ColumnType) convertFloat(num, shown string) (any, error) {
+func (t colType) convertFloat(num, shown string) (any, error) {
 	if f, ok := exactFloat(num); ok {
 		return f, nil
 	}
@@ -187,7 +194,7 @@ func (t ColumnType) convertFloat(num, shown string) (any, error) {
 
 // convertString converts text, which numeric columns accept when it is a
 // number written out ("42").
-func (t ColumnType) convertString(s string) (any, error) {
+func (t colType) convertString(s string) (any, error) {
 	if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
 		return nil, errValue(t, "text that is not valid UTF-8 or holds a NUL")
 	}
@@ -255,7 +262,7 @@ func truncateTo(s string, max int) string {
 	return s[:cut] + "…"
 }
 
-func errValue(t ColumnType, what string) error {
+func errValue(t colType, what string) error {
 	return errorf(ErrInvalidColumnValue, "%s does not fit column type %s", what, t)
 }
 

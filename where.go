@@ -309,7 +309,7 @@ func whereValue(col *columnInfo, v any) (any, error) {
 	case map[string]any, []any:
 		return nil, errorf(ErrInvalidWhere, "the value for column %q must be a scalar", col.Name)
 	}
-	x, err := col.Type.convert(v)
+	x, err := colType(col.Type).convert(v)
 	if err != nil {
 		return nil, errors.WithMessagef(err, "column %q", col.Name)
 	}

@@ -87,7 +87,7 @@ type envelope struct {
 	Data                    any        `json:"data"`
 	Error                   *errorBody `json:"error"`
 	RequestID               string     `json:"request_id"`
-	OperationKey            string     `json:"operation_key,omitempty"`
+	OperationKey            *string    `json:"operation_key,omitempty"` // with operation_run_id, "" when no key was sent
 	OperationRunID          string     `json:"operation_run_id,omitempty"`
 	OperationGroupingStatus string     `json:"operation_grouping_status,omitempty"`
 	Meta                    meta       `json:"meta"`
@@ -136,7 +136,12 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, x *exchange
 
 func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, env envelope) {
 	env.RequestID = x.requestID
-	env.OperationKey, env.OperationRunID, env.OperationGroupingStatus = x.opKey, x.opRunID, x.opGrouping
+	if x.opRunID != "" {
+		// The operation headers were sent: the three fields are echoed,
+		// the key as "" when only X-Operation-Run-Id was sent.
+		env.OperationKey = &x.opKey
+		env.OperationRunID, env.OperationGroupingStatus = x.opRunID, x.opGrouping
+	}
 	env.Meta.GeneratedAt = projectdata.Timestamp{Time: h.opts.Now()}
 	buf, _ := h.bodies.Get().(*bytes.Buffer)
 	if buf == nil {
@@ -180,8 +185,13 @@ func appendEnvelope(buf *bytes.Buffer, env *envelope) error {
 	if err := appendJSON(buf, env.RequestID); err != nil {
 		return err
 	}
+	if env.OperationKey != nil {
+		buf.WriteString(`,"operation_key":`)
+		if err := appendJSON(buf, *env.OperationKey); err != nil {
+			return err
+		}
+	}
 	for _, f := range [...]struct{ name, value string }{ // omitempty
-		{`,"operation_key":`, env.OperationKey},
 		{`,"operation_run_id":`, env.OperationRunID},
 		{`,"operation_grouping_status":`, env.OperationGroupingStatus},
 	} {
@@ -257,16 +267,25 @@ func (h *Handler) putBody(b *bytes.Buffer) {
 // body past the limit reads as payload_too_large, and one the client
 // abandons as errClientAborted. A body that is not JSON by its
 // Content-Type is unsupported_media_type (a missing Content-Type is taken
-// as JSON), unless it is empty.
+// as JSON), unless it is empty; so is JSON declared in a charset other
+// than UTF-8, which the body is read as (RFC 8259, 8.1), and a body in a
+// content coding (gzip, say), which is not decoded (RFC 9110, 8.4.1).
 func (h *Handler) body(r *http.Request) (io.Reader, error) {
 	br := &bodyReader{r: http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes), limit: h.opts.MaxBodyBytes}
+	for _, ce := range r.Header.Values("Content-Encoding") {
+		if ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") && r.ContentLength != 0 {
+			return nil, errorf(projectdata.ErrUnsupportedMediaType, "send the body without a content coding, not %.40q", ce)
+		}
+	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			if r.ContentLength == 0 {
-				return br, nil
-			}
+		mt, params, err := mime.ParseMediaType(ct)
+		charset, hasCharset := params["charset"]
+		switch {
+		case r.ContentLength == 0:
+		case err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")):
 			return nil, errorf(projectdata.ErrUnsupportedMediaType, "send the body as application/json")
+		case hasCharset && !strings.EqualFold(charset, "utf-8") && !strings.EqualFold(charset, "utf8"):
+			return nil, errorf(projectdata.ErrUnsupportedMediaType, "send the body as application/json in UTF-8, not charset %.40q", charset)
 		}
 	}
 	return br, nil
