@@ -428,9 +428,6 @@ func (h *Handler) createExport(r *http.Request, ps httprouter.Params) (int, any,
 }
 
 func (h *Handler) deleteNotFoundExports(r *http.Request, ps httprouter.Params) (int, any, error) {
-	if err := knownParams(r.URL.Query()); err != nil { // the specification: "no body, no query"
-		return 0, nil, err
-	}
 	n, err := h.store.DeleteNotFoundExports(r.Context(), ps.ByName("project"))
 	return http.StatusOK, map[string]any{
 		"deleted_count": n,
