@@ -71,16 +71,17 @@ func (c *conn) registerBoundedFunctions() error {
 	return nil
 }
 
-// budgetSpent reports whether the running query's budget has run out,
+// budgetSpent reports whether the running statement's budget has run out,
 // after work of the given cost (bytes compared): it looks at the clock
-// once the work counted in *n reaches budgetCheckEvery. A statement of ours
-// (no sandbox) has no budget here.
+// once the work counted in *n reaches budgetCheckEvery. The budget is the
+// context SQLite's own interrupt watches (Conn.SetInterrupt): a query's,
+// a list's, or the caller's for other reads.
 func (c *conn) budgetSpent(n *int, cost int) bool {
 	if *n += cost; *n < budgetCheckEvery {
 		return false
 	}
 	*n = 0
-	return c.sandbox != nil && c.sandbox.budget != nil && c.sandbox.budget.Err() != nil
+	return c.db.GetInterrupt().Err() != nil
 }
 
 // instr is SQLite's instrFunc.
