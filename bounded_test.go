@@ -164,15 +164,18 @@ func TestSQLiteLimitsAreBadRequests(t *testing.T) {
 }
 
 // TestOneFunctionCallStopsAtTheBudget: SQLite looks at its interrupt only
-// between instructions, and instr, replace and trim compare every place of
-// their text with every place of their pattern in one call: values the
-// result budget allows kept a core busy for minutes past the budget. The
-// functions of SQLite's extensions of that kind are refused.
+// between instructions, and instr, replace, trim, like and glob compare
+// every place of their text with every place of their pattern in one call:
+// values the result budget allows kept a core busy for minutes past the
+// budget. The functions of SQLite's extensions of that kind are refused.
 func TestOneFunctionCallStopsAtTheBudget(t *testing.T) {
 	f := newQueryFixture(t, &projectdata.Options{QueryTimeout: 200 * time.Millisecond}, 1)
 	const (
 		as  = `printf('%.*c', 3000000, 'a')`
 		abs = `printf('%.*c', 1000000, 'a') || 'b'`
+		// slow is a pattern of MaxLikePattern bytes that fails at its
+		// last character at each place of as.
+		slow = `'%' || printf('%.*c', 3998, 'a') || 'b'`
 	)
 	for _, c := range []struct {
 		sql  string
@@ -183,6 +186,10 @@ func TestOneFunctionCallStopsAtTheBudget(t *testing.T) {
 		{`SELECT length(trim(printf('%.*c', 200000, 'a'), printf('%.*c', 200000, 'b') || 'a')) AS n`, projectdata.ErrQueryBudgetExceeded},
 		{`SELECT length(ltrim(printf('%.*c', 200000, 'a'), printf('%.*c', 200000, 'b') || 'a')) AS n`, projectdata.ErrQueryBudgetExceeded},
 		{`SELECT length(rtrim(printf('%.*c', 200000, 'a'), printf('%.*c', 200000, 'b') || 'a')) AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT ` + as + ` LIKE ` + slow + ` AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT ` + as + ` NOT LIKE ` + slow + ` ESCAPE '\' AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT like(` + slow + `, ` + as + `, '\') AS n`, projectdata.ErrQueryBudgetExceeded},
+		{`SELECT glob(replace(` + slow + `, '%', '*'), ` + as + `) AS n`, projectdata.ErrQueryBudgetExceeded},
 		{`SELECT length(decimal_mul(printf('%.*c', 1000000, '9'), printf('%.*c', 1000000, '9'))) AS n`, projectdata.ErrInvalidRequest},
 		{`SELECT length(DECIMAL_POW2(20000)) AS n`, projectdata.ErrInvalidRequest},
 		{`SELECT regexp('(a?){300}a{300}x', printf('%.*c', 100000, 'a')) AS n`, projectdata.ErrInvalidRequest},
@@ -211,9 +218,10 @@ func TestOneFunctionCallStopsAtTheBudget(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("the query ran on far past its budget")
 			}
-			res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT instr('abc', 'c') AS i, replace('abc', 'b', 'x') AS r, trim('xax', 'x') AS t`})
+			res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT instr('abc', 'c') AS i, replace('abc', 'b', 'x') AS r, trim('xax', 'x') AS t,
+				'abc' LIKE 'A%' AS l, 'abc' GLOB 'a[a-c]?' AS g`})
 			is.NoErr(err)
-			is.Equal(res.Rows[0], projectdata.Row{"i": int64(3), "r": "axc", "t": "a"})
+			is.Equal(res.Rows[0], projectdata.Row{"i": int64(3), "r": "axc", "t": "a", "l": int64(1), "g": int64(1)})
 		})
 	}
 }

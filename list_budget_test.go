@@ -137,6 +137,37 @@ func TestListTimeBudget(t *testing.T) {
 			is.True(strings.Contains(err.Error(), "index"))  // and says what helps
 		}
 	})
+	t.Run("ALikeOverABigValueStopsAtTheBudget", func(t *testing.T) {
+		// One call of SQLite's like, a pattern of MaxLikePattern bytes over
+		// 3 MB, ran for minutes: SQLite looks at its interrupt only between
+		// instructions.
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, &projectdata.Options{QueryTimeout: 200 * time.Millisecond})
+		createTable(t, s, "big", projectdata.ColumnDef{Name: "v"})
+		_, err := s.Insert(ctx, "acme", "big", []projectdata.Row{{"v": strings.Repeat("a", 3000000)}})
+		is.NoErr(err)
+		slow := "%" + strings.Repeat("a", projectdata.MaxLikePattern-2) + "b"
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.ListRecords(ctx, "acme", "big", projectdata.ListOptions{
+				Columns: []string{"id"},
+				Where:   projectdata.Where{{Column: "v", Op: projectdata.WhereLike, Value: slow}},
+			})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			pdtest.Code(t, err, projectdata.ErrQueryBudgetExceeded)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the list ran on far past its budget")
+		}
+		l, err := s.ListRecords(ctx, "acme", "big", projectdata.ListOptions{
+			Columns: []string{"id"},
+			Where:   projectdata.Where{{Column: "v", Op: projectdata.WhereLike, Value: "A%"}},
+		})
+		is.NoErr(err)
+		is.Equal(len(l.Rows), 1)
+	})
 	t.Run("UnindexedOrderOnABigTableFitsTheDefaultBudget", func(t *testing.T) {
 		if testing.Short() || raceEnabled {
 			t.Skip("builds 300,000 rows")

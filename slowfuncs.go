@@ -10,12 +10,14 @@ import (
 // of a statement, never inside one function call, and a few of its
 // built-in functions take time that grows with the product of their
 // arguments' lengths: instr and replace compare the pattern at every place
-// of the text, and trim, ltrim and rtrim compare every character removed
-// with every character of the set. With values of a few MiB, which the
-// result budget allows, one call runs for minutes to hours, and a query
-// (one read token) holds a core that long. On readers they are replaced by
-// ports of SQLite's own code, with the same answers, that stop with
-// SQLITE_INTERRUPT once the query's budget has run out. Others of the kind
+// of the text, trim, ltrim and rtrim compare every character removed with
+// every character of the set, and like and glob try the rest of a pattern
+// at every place a wildcard can take (see likefuncs.go). With values of a
+// few MiB, which the result budget allows, one call runs for minutes to
+// hours, and a query or a list (one read token) holds a core that long. On
+// readers they are replaced by ports of SQLite's own code, with the same
+// answers, that stop with SQLITE_INTERRUPT once the statement's budget has
+// run out. Others of the kind
 // are refused in queries (see sandbox.authorize): the decimal extension's
 // decimal_mul and decimal_pow2; the regexp extension's matching (an
 // automaton of a state for each character of a pattern of up to
@@ -46,6 +48,18 @@ func (c *conn) registerBoundedFunctions() error {
 	if err := c.db.CreateFunction("replace", 3, flags, c.replace); err != nil {
 		return err
 	}
+	for _, f := range []struct {
+		name string
+		args int
+		info compareInfo
+	}{{"like", 2, likeInfo}, {"like", 3, likeInfo}, {"glob", 2, globInfo}} {
+		err := c.db.CreateFunction(f.name, f.args, flags, func(ctx sqlite3.Context, arg ...sqlite3.Value) {
+			c.like(ctx, f.info, arg)
+		})
+		if err != nil {
+			return err
+		}
+	}
 	for name, mode := range map[string]int{"ltrim": 1, "rtrim": 2, "trim": 3} {
 		err := c.db.CreateFunction(name, 2, flags, func(ctx sqlite3.Context, arg ...sqlite3.Value) {
 			c.trim(ctx, mode, arg)
@@ -57,16 +71,17 @@ func (c *conn) registerBoundedFunctions() error {
 	return nil
 }
 
-// budgetSpent reports whether the running query's budget has run out,
+// budgetSpent reports whether the running statement's budget has run out,
 // after work of the given cost (bytes compared): it looks at the clock
-// once the work counted in *n reaches budgetCheckEvery. A statement of ours
-// (no sandbox) has no budget here.
+// once the work counted in *n reaches budgetCheckEvery. The budget is the
+// context SQLite's own interrupt watches (Conn.SetInterrupt): a query's,
+// a list's, or the caller's for other reads.
 func (c *conn) budgetSpent(n *int, cost int) bool {
 	if *n += cost; *n < budgetCheckEvery {
 		return false
 	}
 	*n = 0
-	return c.sandbox != nil && c.sandbox.budget != nil && c.sandbox.budget.Err() != nil
+	return c.db.GetInterrupt().Err() != nil
 }
 
 // instr is SQLite's instrFunc.

@@ -18,9 +18,14 @@ import (
 const trapSQL = `SELECT ? LIKE ?`
 
 // likeBomb lets c match patterns of any length and runs one whose matching
-// overflows SQLite's stack.
+// overflows SQLite's stack. A reader's like is the port of likefuncs.go,
+// in Go, whose stack grows: the pragma, which no query can run, puts
+// SQLite's own back.
 func likeBomb(c *conn) error {
 	c.db.Limit(sqlite3.LIMIT_LIKE_PATTERN_LENGTH, 1_000_000)
+	if err := c.exec(`PRAGMA case_sensitive_like = OFF`); err != nil {
+		return err
+	}
 	return c.exec(trapSQL, strings.Repeat("a", 30000), strings.Repeat("%a", 10000)+"%b")
 }
 
