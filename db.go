@@ -197,16 +197,8 @@ func (p *project) read(ctx context.Context, fn func(c *conn) error) (err error) 
 	if err := p.beginRead(c); err != nil {
 		return err
 	}
-	old := c.db.SetInterrupt(ctx)
-	err = fn(c)
-	c.db.SetInterrupt(old)
-	if c.trapped {
+	if err = c.runFor(ctx, fn); c.trapped {
 		return err
-	}
-	if errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil {
-		// Interrupted because the caller went away (reading the registry,
-		// say): the caller's error, not an internal one.
-		err = ctx.Err()
 	}
 	cerr := p.endRead(c, err == nil)
 	healthy = cerr == nil
@@ -239,17 +231,24 @@ func (p *project) exportRead(ctx context.Context, fn func(c *conn) error) (err e
 	if err := c.exec(`BEGIN`); err != nil {
 		return err
 	}
-	old := c.db.SetInterrupt(ctx)
-	err = fn(c)
-	c.db.SetInterrupt(old)
-	if c.trapped {
+	if err = c.runFor(ctx, fn); c.trapped {
 		return err
-	}
-	if errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil {
-		err = ctx.Err() // the caller went away
 	}
 	if cerr := c.endTx(); err == nil {
 		err = cerr
+	}
+	return err
+}
+
+// runFor runs fn on c with SQLite interrupted when ctx ends; an
+// interruption because the caller went away (reading the registry, say)
+// is the caller's error, ctx.Err(), not an internal one.
+func (c *conn) runFor(ctx context.Context, fn func(c *conn) error) error {
+	old := c.db.SetInterrupt(ctx)
+	err := fn(c)
+	c.db.SetInterrupt(old)
+	if !c.trapped && errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil {
+		err = ctx.Err()
 	}
 	return err
 }

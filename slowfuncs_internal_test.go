@@ -13,19 +13,27 @@ import (
 	"github.com/ncruces/go-sqlite3"
 )
 
+// openBuiltinAndPorted opens one database twice: with SQLite's own
+// functions, and as a reader, with the bounded ports.
+func openBuiltinAndPorted(t *testing.T) (builtin *sqlite3.Conn, ported *conn) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "f.db")
+	builtin, err := sqlite3.Open(path)
+	is.NoErr(err)
+	t.Cleanup(func() { builtin.Close() })
+	is.NoErr(builtin.Exec(`CREATE TABLE x (a)`))
+	ported, err = openConn(path, true, time.Second)
+	is.NoErr(err)
+	t.Cleanup(func() { ported.close() })
+	return builtin, ported
+}
+
 // TestBoundedFunctionsAnswerAsSQLite: the ports of instr, replace and
 // trim on readers give SQLite's own answers (type and bytes) for text,
 // blobs, numbers, NULL, invalid UTF-8 and NUL bytes.
 func TestBoundedFunctionsAnswerAsSQLite(t *testing.T) {
 	is := is.New(t)
-	path := filepath.Join(t.TempDir(), "f.db")
-	builtin, err := sqlite3.Open(path)
-	is.NoErr(err)
-	defer builtin.Close()
-	is.NoErr(builtin.Exec(`CREATE TABLE x (a)`))
-	ported, err := openConn(path, true, time.Second)
-	is.NoErr(err)
-	defer ported.close()
+	builtin, ported := openBuiltinAndPorted(t)
 
 	const sql = `SELECT instr(?1, ?2), replace(?1, ?2, ?3), trim(?1, ?2), ltrim(?1, ?2), rtrim(?1, ?2), instr(?2, ?1), replace(?1, ?3, ?2)`
 	parts := []string{"", "a", "b", "ab", "é", "\xc3", "\xa9", "\x00", "€", "\xf0\x9f\x98\x80", "\xff", "  ", "1", ".5",
@@ -81,14 +89,7 @@ func TestBoundedFunctionsAnswerAsSQLite(t *testing.T) {
 // and patterns over SQLite's length limit.
 func TestLikeAnswersAsSQLite(t *testing.T) {
 	is := is.New(t)
-	path := filepath.Join(t.TempDir(), "f.db")
-	builtin, err := sqlite3.Open(path)
-	is.NoErr(err)
-	defer builtin.Close()
-	is.NoErr(builtin.Exec(`CREATE TABLE x (a)`))
-	ported, err := openConn(path, true, time.Second)
-	is.NoErr(err)
-	defer ported.close()
+	builtin, ported := openBuiltinAndPorted(t)
 	const limit = 24 // some patterns are longer
 	builtin.Limit(sqlite3.LIMIT_LIKE_PATTERN_LENGTH, limit)
 	ported.db.Limit(sqlite3.LIMIT_LIKE_PATTERN_LENGTH, limit)
