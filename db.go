@@ -497,14 +497,16 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 		if err != nil {
 			return err
 		}
-		if err := c.registerBoundedFunctions(); err != nil {
-			return err
-		}
 	} else {
 		pragmas = `PRAGMA journal_mode=WAL; ` + pragmas
 		if verifyChangeLog {
 			c.watchChanges()
 		}
+	}
+	// On the writer too: a bulk change's like, one call for minutes over a
+	// big value, then stops when its request ends.
+	if err := c.registerBoundedFunctions(); err != nil {
+		return err
 	}
 	return c.db.Exec(pragmas)
 }

@@ -10,7 +10,8 @@ import (
 // SQLite's LIKE and GLOB match a pattern by backtracking: '%' followed by
 // n characters tries them at every place of the text, so one call costs up
 // to the pattern's length times the text's (35 s for a pattern of 4,000
-// bytes over 4 MiB). Readers replace like (2 and 3 arguments) and glob with
+// bytes over 4 MiB). Readers and the writer (a bulk change's where) replace
+// like (2 and 3 arguments) and glob with
 // the port below of SQLite 3.53.4's likeFunc and patternCompare (func.c)
 // and sqlite3Utf8Read (utf.c), which gives the same answers, invalid UTF-8
 // included, and stops at the budget.

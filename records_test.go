@@ -919,3 +919,45 @@ func TestRowJSON(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(string(b), "null")
 }
+
+// TestBulkChangeLikeStopsWithItsRequest: a bulk change whose where has a
+// like over a big value (one call of SQLite's own like, minutes) stops on
+// the writer when its request ends, and the next write runs.
+func TestBulkChangeLikeStopsWithItsRequest(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, nil)
+	createTable(t, s, "big", projectdata.ColumnDef{Name: "v"})
+	_, err := s.Insert(ctx, "acme", "big", []projectdata.Row{{"v": strings.Repeat("a", 3000000)}})
+	is.NoErr(err)
+	slow := projectdata.Where{{Column: "v", Op: projectdata.WhereLike, Value: "%" + strings.Repeat("a", projectdata.MaxLikePattern-2) + "b"}}
+	for _, change := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"Delete", func(ctx context.Context) error {
+			_, err := s.DeleteRecords(ctx, "acme", "big", projectdata.BulkDelete{Where: slow})
+			return err
+		}},
+		{"Update", func(ctx context.Context) error {
+			_, err := s.UpdateRecords(ctx, "acme", "big", projectdata.BulkUpdate{Data: projectdata.Row{"v": "x"}, Where: slow})
+			return err
+		}},
+	} {
+		t.Run(change.name, func(t *testing.T) {
+			is := is.New(t)
+			rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- change.run(rctx) }()
+			select {
+			case err := <-done:
+				is.True(err != nil)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the bulk change ran on far past its request")
+			}
+			res, err := s.DeleteRecords(ctx, "acme", "big", projectdata.BulkDelete{Where: projectdata.Where{{Column: "v", Op: projectdata.WhereLike, Value: "b%"}}})
+			is.NoErr(err)
+			is.Equal(res.AffectedRows, int64(0))
+		})
+	}
+}

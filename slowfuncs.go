@@ -15,9 +15,10 @@ import (
 // at every place a wildcard can take (see likefuncs.go). With values of a
 // few MiB, which the result budget allows, one call runs for minutes to
 // hours, and a query or a list (one read token) holds a core that long. On
-// readers they are replaced by ports of SQLite's own code, with the same
-// answers, that stop with SQLITE_INTERRUPT once the statement's budget has
-// run out. Others of the kind
+// readers and the writer they are replaced by ports of SQLite's own code,
+// with the same answers, that stop with SQLITE_INTERRUPT once the
+// statement's budget has run out (on the writer, which has none: once the
+// write's request has ended). Others of the kind
 // are refused in queries (see sandbox.authorize): the decimal extension's
 // decimal_mul and decimal_pow2; the regexp extension's matching (an
 // automaton of a state for each character of a pattern of up to
@@ -38,8 +39,8 @@ var slowFunctions = map[string]bool{
 // two looks at the budget.
 const budgetCheckEvery = 1 << 16
 
-// registerBoundedFunctions replaces the built-in functions above on the
-// reader c.
+// registerBoundedFunctions replaces the built-in functions above on c,
+// a reader or the writer.
 func (c *conn) registerBoundedFunctions() error {
 	const flags = sqlite3.DETERMINISTIC | sqlite3.INNOCUOUS
 	if err := c.db.CreateFunction("instr", 2, flags, c.instr); err != nil {
