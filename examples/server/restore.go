@@ -47,8 +47,6 @@ func projectRestore(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	} else if !at.IsZero() {
 		return usageErrorf("project restore: -at needs a replica URL: a snapshot file holds one instant")
-	} else if *bin != "" {
-		return usageErrorf("project restore: -litestream restores a replica URL; a snapshot file is read as it is")
 	}
 	store, err := openExisting(*data)
 	if err != nil {

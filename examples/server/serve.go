@@ -83,8 +83,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 		return flagError(fs, "max-conns", "must be at least 1")
 	case cfg.shutdownDelay < 0:
 		return flagError(fs, "shutdown-delay", "must not be negative")
-	case cfg.litestream != "" && cfg.replica == "":
-		return usageErrorf("serve: -litestream is the binary of -replica, which is not given (run 'server serve -h')")
 	}
 	// -replica is checked before anything is bound or created.
 	var replica *url.URL
