@@ -298,6 +298,7 @@ func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) i
 		f := s.feeds.follow(slug)
 		defer s.feeds.leave(f)
 		caughtUp := false // read the log itself at least once: it checks q.After
+		passed := q.After // what the caller knows of: yielded, or told by q.Passed
 		for {
 			changes, wake, ok := f.since(q.After)
 			if !ok || !caughtUp {
@@ -317,6 +318,7 @@ func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) i
 					if !yield(c, nil) {
 						return
 					}
+					passed = c.ID
 				}
 				if len(changes) > 0 {
 					continue
@@ -327,11 +329,19 @@ func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) i
 				}
 				for _, c := range changes {
 					q.After = c.ID
-					if q.selects(c.Table) && !yield(c, nil) {
+					if !q.selects(c.Table) {
+						continue
+					}
+					if !yield(c, nil) {
 						return
 					}
+					passed = c.ID
 				}
 				continue
+			}
+			if q.Passed != nil && q.After > passed {
+				passed = q.After
+				q.Passed(passed)
 			}
 			select {
 			case <-wake:

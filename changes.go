@@ -101,6 +101,14 @@ type ChangeQuery struct {
 	Tables []string
 	// Limit is the most changes returned, clamped to 1..1000. Zero: 100.
 	Limit int
+	// Passed, if set, is called by FollowChanges (in its iteration) when
+	// it has read the log past the last change it yielded, the changes
+	// since being of other tables, and waits for more: with the id of the
+	// log's last change read. A follower of some tables that resumes from
+	// there skips nothing of its tables, and its resume point does not
+	// fall behind the log's retention while only other tables change.
+	// ListChanges ignores it.
+	Passed func(after int64)
 }
 
 // ChangePage is a page of the change log.

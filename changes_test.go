@@ -281,6 +281,36 @@ func TestChangeLogBulkUpdateStreamsCompletely(t *testing.T) {
 }
 
 func TestFollowChanges(t *testing.T) {
+	t.Run("PassedNamesThePointPastOtherTables", func(t *testing.T) {
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, nil)
+		seedItems(t, s, 0)
+		from, err := s.LastChangeID(ctx, "acme") // the table's creation
+		is.NoErr(err)
+		_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "other"})
+		is.NoErr(err)
+		_, err = s.Insert(ctx, "acme", "other", []projectdata.Row{{}, {}})
+		is.NoErr(err)
+		last, err := s.LastChangeID(ctx, "acme")
+		is.NoErr(err)
+		fctx, cancel := context.WithTimeout(ctx, time.Minute) // only against hanging
+		defer cancel()
+		passed := make(chan int64, 1)
+		q := projectdata.ChangeQuery{After: from, Tables: []string{"items"}, Passed: func(after int64) {
+			passed <- after
+			cancel()
+		}}
+		for _, err := range s.FollowChanges(fctx, "acme", q) {
+			is.NoErr(err)
+			t.Fatal("no change of items was made")
+		}
+		select {
+		case after := <-passed:
+			is.Equal(after, last)
+		default:
+			t.Fatal("Passed was not called")
+		}
+	})
 	t.Run("ResumedFollowerSeesEveryChangeOnce", func(t *testing.T) {
 		is := is.New(t)
 		s, _ := pdtest.NewProject(t, nil)

@@ -137,9 +137,10 @@ func (c *Client) ListChanges(ctx context.Context, slug string, q pd.ChangeQuery)
 //
 // A stream that ends or fails (the server closes its streams on shutdown,
 // a proxy or the network drops them) is opened again, with Last-Event-ID
-// the last change yielded, so that each change is yielded once: after a
-// wait that grows with the failures in a row, as long as Retry-After says
-// on a 503, at most Options.MaxRetryWait. An error that opening it again
+// the last change yielded (or the later point, past changes of other
+// tables, that the server's last ping named), so that each change is
+// yielded once: after a wait that grows with the failures in a row, as
+// long as Retry-After says on a 503, at most Options.MaxRetryWait. An error that opening it again
 // cannot mend ends the iteration, as the last pair: ErrChangesExpired
 // (the resume point is older than the server keeps), ErrInvalidToken,
 // ErrPermissionDenied, ErrProjectNotFound and the other answers to the
@@ -202,6 +203,7 @@ func (c *Client) readEvents(body io.Reader, last *int64, yield func(pd.Change, e
 	br := bufio.NewReaderSize(body, 64<<10)
 	var event string
 	var data []byte
+	var id int64 // the event's id line, if any
 	for {
 		line, err := readLine(br, c.opts.MaxResponseBytes-int64(len(data)))
 		switch {
@@ -229,9 +231,12 @@ func (c *Client) readEvents(body io.Reader, last *int64, yield func(pd.Change, e
 					return true
 				}
 			}
-			event, data = "", data[:0]
-		case len(line) == 0: // the end of an event without data
-			event = ""
+			event, data, id = "", data[:0], 0
+		case len(line) == 0: // the end of a block without data
+			// A ping's id: the server read past changes of other tables.
+			// The stream resumes after it.
+			*last = max(*last, id)
+			event, id = "", 0
 		case line[0] == ':': // a comment (": ping")
 		default:
 			field, value, _ := bytes.Cut(line, []byte(":"))
@@ -239,6 +244,8 @@ func (c *Client) readEvents(body io.Reader, last *int64, yield func(pd.Change, e
 			switch string(field) {
 			case "event":
 				event = string(value)
+			case "id":
+				id, _ = strconv.ParseInt(string(value), 10, 64)
 			case "data":
 				if len(data) > 0 {
 					data = append(data, '\n')

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -276,4 +277,56 @@ func TestFeedEndsWithItsContext(t *testing.T) {
 	case <-time.After(time.Minute): // only against hanging
 		t.Fatal("the feed did not end")
 	}
+}
+
+// TestFeedResumesPastOtherTables: a feed of some tables opens its stream
+// again after the point past the other tables' changes that the server's
+// pings name, not after its own last change (which the log's retention
+// may have pruned since, ending the feed with ErrChangesExpired).
+func TestFeedResumesPastOtherTables(t *testing.T) {
+	is := is.New(t)
+	store, admin := pdtest.NewProject(t, nil)
+	s := &streams{events: 50, h: httpapi.New(store, &httpapi.Options{StreamPing: 5 * time.Millisecond})}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	c := client.New(srv.URL, admin, nil)
+	for _, name := range []string{"t", "other"} {
+		_, _, err := c.CreateTable(ctx, "acme", pd.TableDef{Name: name, Columns: []pd.ColumnDef{{Name: "v"}}})
+		is.NoErr(err)
+	}
+	from, err := store.LastChangeID(ctx, "acme") // after the tables' creation
+	is.NoErr(err)
+	_, err = c.Insert(ctx, "acme", "t", []pd.Row{{"v": "mine"}})
+	is.NoErr(err)
+	_, err = c.Insert(ctx, "acme", "other", []pd.Row{{"v": "a"}, {"v": "b"}})
+	is.NoErr(err)
+	last, err := store.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+
+	fctx, cancel := context.WithTimeout(ctx, time.Minute) // only against hanging
+	defer cancel()
+	go func() { // insert next once the stream has opened again
+		for fctx.Err() == nil {
+			s.mu.Lock()
+			n := len(s.lastIDs)
+			s.mu.Unlock()
+			if n >= 2 {
+				c.Insert(fctx, "acme", "t", []pd.Row{{"v": "next"}})
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var got []string
+	for ch, err := range c.FollowChanges(fctx, "acme", pd.ChangeQuery{After: from, Tables: []string{"t"}}) {
+		is.NoErr(err)
+		if got = append(got, ch.Row["v"].(string)); len(got) == 2 {
+			break
+		}
+	}
+	is.Equal(got, []string{"mine", "next"})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is.True(len(s.lastIDs) >= 2)
+	is.Equal(s.lastIDs[1], strconv.FormatInt(last, 10)) // past other's inserts
 }

@@ -89,8 +89,17 @@ func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httpr
 		w.WriteHeader(http.StatusOK) // the stream's head, and no stream
 		return nil
 	}
+	// The follower's changes, and the points it has read past (a
+	// pd.Change with only an ID: the changes up to it were of other
+	// tables), in order.
 	changes := make(chan pd.Change, 64)
 	failed := make(chan error, 1)
+	cq.Passed = func(after int64) {
+		select {
+		case changes <- pd.Change{ID: after}:
+		case <-ctx.Done():
+		}
+	}
 	go func() {
 		defer close(changes)
 		for c, err := range h.store.FollowChanges(ctx, slug, cq) {
@@ -126,7 +135,9 @@ func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httpr
 			}
 			// Send what is queued in one write.
 			for more := true; more; {
-				if !out.change(c) {
+				if c.Table == "" {
+					out.passed = max(out.passed, c.ID)
+				} else if !out.change(c) {
 					return nil
 				}
 				select {
@@ -139,7 +150,7 @@ func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httpr
 				return nil
 			}
 		case <-ping.C:
-			out.buf = append(out.buf, ": ping\n\n"...)
+			out.ping()
 			if !out.flush() {
 				return nil
 			}
@@ -160,6 +171,8 @@ type eventWriter struct {
 	timeout time.Duration
 	buf     []byte
 	failed  bool
+	sent    int64 // the id of the last event sent
+	passed  int64 // the point the follower read past, changes of other tables after sent
 }
 
 // change appends one change event; false when it cannot be encoded. The
@@ -177,7 +190,24 @@ func (e *eventWriter) change(c pd.Change) bool {
 	e.buf = append(e.buf, "\ndata: "...)
 	e.buf = append(e.buf, data...)
 	e.buf = append(e.buf, "\n\n"...)
+	e.sent = c.ID
 	return true
+}
+
+// ping appends the ping comment and, when the follower has read past
+// changes of other tables since the last event, an id line: the block
+// dispatches no event, but moves the client's Last-Event-ID, so that a
+// stream of some tables resumes past the others' changes, and its resume
+// point does not fall behind the log's retention while only they change.
+func (e *eventWriter) ping() {
+	e.buf = append(e.buf, ": ping\n"...)
+	if e.passed > e.sent {
+		e.buf = append(e.buf, "id: "...)
+		e.buf = strconv.AppendInt(e.buf, e.passed, 10)
+		e.buf = append(e.buf, '\n')
+		e.sent = e.passed
+	}
+	e.buf = append(e.buf, '\n')
 }
 
 // error writes a final "error" event with the error's code and message.
