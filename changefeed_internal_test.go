@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -108,35 +107,25 @@ func TestFollowerGetsEveryChangeOfTwoStores(t *testing.T) {
 			got <- ch
 		}
 	}()
-	var wg sync.WaitGroup
-	for w := range 6 {
-		st := s
-		if w%2 == 1 {
-			st = other
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 40 {
-				sku := fmt.Sprintf("%d-%d", w, i)
-				if i%7 == 3 {
-					sku = "dup"
-				}
-				_, err := st.Insert(ctx, "acme", "items", []Row{{"qty": i, "sku": sku}, {"qty": -1}})
-				if err != nil && ErrorCode(err) != ErrUniqueViolation {
+	writeOnBoth(6, s, other, func(w int, st *Store) {
+		for i := range 40 {
+			sku := fmt.Sprintf("%d-%d", w, i)
+			if i%7 == 3 {
+				sku = "dup"
+			}
+			_, err := st.Insert(ctx, "acme", "items", []Row{{"qty": i, "sku": sku}, {"qty": -1}})
+			if err != nil && ErrorCode(err) != ErrUniqueViolation {
+				t.Error(err)
+				return
+			}
+			if i%10 == 9 {
+				if _, err := st.DeleteRecords(ctx, "acme", "items", BulkDelete{Where: Where{{Column: "qty", Op: "=", Value: -1}}}); err != nil {
 					t.Error(err)
 					return
 				}
-				if i%10 == 9 {
-					if _, err := st.DeleteRecords(ctx, "acme", "items", BulkDelete{Where: Where{{Column: "qty", Op: "=", Value: -1}}}); err != nil {
-						t.Error(err)
-						return
-					}
-				}
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	last, err := s.LastChangeID(ctx, "acme")
 	is.NoErr(err)
 	for next := start + 1; next <= last; next++ {

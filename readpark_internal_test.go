@@ -41,6 +41,20 @@ func storesOnOneFolder(t *testing.T) (s, other *Store, dir string) {
 	return s, other, dir
 }
 
+// writeOnBoth runs n writers at once, write(w, st) each, w their number
+// and st s or other in turn, and waits for them.
+func writeOnBoth(n int, s, other *Store, write func(w int, st *Store)) {
+	var wg sync.WaitGroup
+	for w := range n {
+		st := s
+		if w%2 == 1 {
+			st = other
+		}
+		wg.Go(func() { write(w, st) })
+	}
+	wg.Wait()
+}
+
 // acmeProject returns the open project acme of s.
 func acmeProject(t *testing.T, s *Store) *project {
 	t.Helper()

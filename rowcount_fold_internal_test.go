@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -288,39 +287,29 @@ func TestRowCountsAfterConcurrentBulkChanges(t *testing.T) {
 	s, other, dir := storesOnOneFolder(t)
 	_, _, err := s.CreateTable(ctx, "acme", TableDef{Name: "k", Columns: []ColumnDef{{Name: "code", Primary: true}, {Name: "v", Type: "INTEGER", Unique: true}}})
 	is.NoErr(err)
-	var wg sync.WaitGroup
-	for w := range 6 {
-		st := s
-		if w%2 == 1 {
-			st = other
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 40 {
-				var err error
-				switch i % 8 {
-				case 0, 1, 2: // the second row often collides on v
-					_, err = st.Insert(ctx, "acme", "k", []Row{{"code": fmt.Sprintf("c%d-%d", w, i), "v": w*1000 + i}, {"code": fmt.Sprintf("d%d-%d", w, i), "v": i % 5}})
-				case 3:
-					_, err = st.UpdateRecords(ctx, "acme", "k", BulkUpdate{Data: Row{"v": nil}, Where: Where{{Column: "v", Op: "<", Value: 5}}})
-				case 4:
-					_, err = st.DeleteRecords(ctx, "acme", "k", BulkDelete{Where: Where{{Column: "v", Op: "is_null"}}})
-				case 5:
-					_, err = st.UpdateRecord(ctx, "acme", "k", fmt.Sprintf("c%d-%d", w, i-5), Row{"code": fmt.Sprintf("m%d-%d", w, i)})
-				case 6:
-					_, err = st.UpdateRecords(ctx, "acme", "k", BulkUpdate{Data: Row{"code": fmt.Sprintf("x%d-%d", w, i)}, Where: Where{{Column: "code", Op: "=", Value: fmt.Sprintf("m%d-%d", w, i-1)}}})
-				case 7:
-					_, err = st.DeleteRecord(ctx, "acme", "k", fmt.Sprintf("x%d-%d", w, i-1))
-				}
-				if code := ErrorCode(err); err != nil && code != ErrUniqueViolation && code != ErrRecordNotFound {
-					t.Error(err)
-					return
-				}
+	writeOnBoth(6, s, other, func(w int, st *Store) {
+		for i := range 40 {
+			var err error
+			switch i % 8 {
+			case 0, 1, 2: // the second row often collides on v
+				_, err = st.Insert(ctx, "acme", "k", []Row{{"code": fmt.Sprintf("c%d-%d", w, i), "v": w*1000 + i}, {"code": fmt.Sprintf("d%d-%d", w, i), "v": i % 5}})
+			case 3:
+				_, err = st.UpdateRecords(ctx, "acme", "k", BulkUpdate{Data: Row{"v": nil}, Where: Where{{Column: "v", Op: "<", Value: 5}}})
+			case 4:
+				_, err = st.DeleteRecords(ctx, "acme", "k", BulkDelete{Where: Where{{Column: "v", Op: "is_null"}}})
+			case 5:
+				_, err = st.UpdateRecord(ctx, "acme", "k", fmt.Sprintf("c%d-%d", w, i-5), Row{"code": fmt.Sprintf("m%d-%d", w, i)})
+			case 6:
+				_, err = st.UpdateRecords(ctx, "acme", "k", BulkUpdate{Data: Row{"code": fmt.Sprintf("x%d-%d", w, i)}, Where: Where{{Column: "code", Op: "=", Value: fmt.Sprintf("m%d-%d", w, i-1)}}})
+			case 7:
+				_, err = st.DeleteRecord(ctx, "acme", "k", fmt.Sprintf("x%d-%d", w, i-1))
 			}
-		}()
-	}
-	wg.Wait()
+			if code := ErrorCode(err); err != nil && code != ErrUniqueViolation && code != ErrRecordNotFound {
+				t.Error(err)
+				return
+			}
+		}
+	})
 	c, err := openConn(filepath.Join(dir, "acme", dbFileName), true, time.Second)
 	is.NoErr(err)
 	defer c.close()

@@ -283,37 +283,27 @@ func TestWritesAreAcknowledgedIffCommitted(t *testing.T) {
 	s, other, _ := storesOnOneFolder(t)
 	var mu sync.Mutex
 	acked := map[string]bool{}
-	var wg sync.WaitGroup
-	for w := range 8 {
-		st := s
-		if w%2 == 1 {
-			st = other
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 60 {
-				name := fmt.Sprintf("%d-%d", w, i)
-				cctx, cancel := context.WithTimeout(ctx, time.Duration(i%7)*200*time.Microsecond)
-				if i%3 == 0 {
-					cctx = WithIdempotencyKey(cctx, name)
-				}
-				var err error
-				if i%5 == 4 {
-					_, err = st.UpdateRecords(cctx, "acme", "items", BulkUpdate{Data: Row{"qty": i}, Where: Where{{Column: "qty", Op: "<", Value: 0}}})
-				} else {
-					_, err = st.Insert(cctx, "acme", "items", []Row{{"name": name, "qty": i}, {"name": name, "qty": -1}})
-				}
-				cancel()
-				mu.Lock()
-				if i%5 != 4 {
-					acked[name] = err == nil
-				}
-				mu.Unlock()
+	writeOnBoth(8, s, other, func(w int, st *Store) {
+		for i := range 60 {
+			name := fmt.Sprintf("%d-%d", w, i)
+			cctx, cancel := context.WithTimeout(ctx, time.Duration(i%7)*200*time.Microsecond)
+			if i%3 == 0 {
+				cctx = WithIdempotencyKey(cctx, name)
 			}
-		}()
-	}
-	wg.Wait()
+			var err error
+			if i%5 == 4 {
+				_, err = st.UpdateRecords(cctx, "acme", "items", BulkUpdate{Data: Row{"qty": i}, Where: Where{{Column: "qty", Op: "<", Value: 0}}})
+			} else {
+				_, err = st.Insert(cctx, "acme", "items", []Row{{"name": name, "qty": i}, {"name": name, "qty": -1}})
+			}
+			cancel()
+			mu.Lock()
+			if i%5 != 4 {
+				acked[name] = err == nil
+			}
+			mu.Unlock()
+		}
+	})
 	q, err := s.Query(ctx, "acme", QueryRequest{SQL: "SELECT name, count(*) AS n FROM items GROUP BY name", Limit: 1000})
 	is.NoErr(err)
 	rows := map[string]int64{}
