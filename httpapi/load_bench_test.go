@@ -40,7 +40,9 @@ import (
 // the batch rate as a ratio to the raw driver's in-process insert of the
 // same rows (one transaction, one prepared statement). p99_ms is the 99th
 // percentile latency of single-row creates with 16 clients (create_one;
-// create_one_cN and batch1000_cN run with N clients instead).
+// create_one_cN and batch1000_cN run with N clients instead), and
+// bare_p99_ms the bare handler's in the same turns: the scheduling of
+// that many clients on the machine's cores alone.
 // create_one_keyed pairs creates that carry a fresh Idempotency-Key with
 // the same creates without one instead of the bare handler: x_nokey is
 // the ratio of the rates, cpu_x_nokey of the process's CPU time per
@@ -320,6 +322,7 @@ func BenchmarkLoad(b *testing.B) {
 				}, bare)
 				report(b, w, base)
 				b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
+				b.ReportMetric(float64(base.p99.Microseconds())/1000, "bare_p99_ms")
 			})
 		}
 		b.Run(fmt.Sprintf("round%d/create_one_without_group_commit", round), func(b *testing.B) {
