@@ -103,7 +103,7 @@ func (fs *feeds) follow(slug string, tokenID int64) (*feed, error) {
 	if tokenID != 0 {
 		k, most := tokenOf{slug, tokenID}, fs.s.opts.MaxChangeStreamsPerToken
 		if fs.held[k] >= most {
-			return nil, errorf(ErrServerBusy, "this token holds %d change streams of project %q already, the most one token may hold at once; end one, or retry once one has ended", most, slug)
+			return nil, errorf(ErrServerBusy, "this token already holds the most change streams of project %q that one token may hold at once (%d); end one, or retry once one has ended", slug, most)
 		}
 		fs.held[k]++
 	}
