@@ -102,19 +102,7 @@ func TestFollowChangesBoundPerToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		seedItems(t, s, 0)
-		var callers []context.Context
-		for range 2 {
-			tok, err := s.CreateToken(ctx, "acme", projectdata.NewToken{Role: projectdata.RoleRead})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := s.Authenticate(ctx, "acme", tok.Token)
-			if err != nil {
-				t.Fatal(err)
-			}
-			callers = append(callers, projectdata.WithCaller(ctx, c))
-		}
-		return s, dir, callers[0], callers[1]
+		return s, dir, pdtest.As(t, s, projectdata.RoleRead), pdtest.As(t, s, projectdata.RoleRead)
 	}
 	t.Run("WithoutCallerNotLimited", func(t *testing.T) {
 		is := is.New(t)

@@ -45,16 +45,7 @@ func newBoundedStreams(t *testing.T) *boundedStreams {
 		*dst = tok.Token
 	}
 	itemsTable(t, store)
-	exp, err := store.CreateProjectExport(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, f, err := store.OpenExport(ctx, "acme", exp.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	if _, err := store.RestoreProject(ctx, "beta", f.Name()); err != nil {
+	if _, err := store.RestoreProject(ctx, "beta", pdtest.Snapshot(t, store)); err != nil {
 		t.Fatal(err)
 	}
 	b.h = httpapi.New(store, nil)
