@@ -224,7 +224,6 @@ func edited(sql string) func(t *testing.T, good string) string {
 	}
 }
 
-
 func readFile(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
