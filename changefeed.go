@@ -40,13 +40,30 @@ type feeds struct {
 	bySlug map[string]*feed
 	done   chan struct{} // closed by Store.Close
 	closed bool
+	// held counts the followers of each token on each project, against
+	// Options.MaxChangeStreamsPerToken; followers counts them all.
+	held      map[tokenOf]int
+	followers int
 
 	pruneMu sync.Mutex
 	pruned  map[string]time.Time // slug → last prune started
 }
 
 func newFeeds(s *Store) *feeds {
-	return &feeds{s: s, bySlug: map[string]*feed{}, done: make(chan struct{}), pruned: map[string]time.Time{}}
+	return &feeds{s: s, bySlug: map[string]*feed{}, done: make(chan struct{}), held: map[tokenOf]int{}, pruned: map[string]time.Time{}}
+}
+
+// tokenOf is a token of a project: token ids are a project's own.
+type tokenOf struct {
+	slug    string
+	tokenID int64
+}
+
+// count returns how many followers there are now.
+func (fs *feeds) count() int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.followers
 }
 
 // close ends every feed and its followers.
@@ -74,11 +91,23 @@ type feed struct {
 	ready bool          // last is known
 }
 
-// follow registers a follower of the project's feed, starting the feed if
-// it is the first.
-func (fs *feeds) follow(slug string) *feed {
+// follow registers a follower of the project's feed for the token with
+// the id tokenID (0: the application's own call, not bounded), starting
+// the feed if it is the first. A token that holds
+// Options.MaxChangeStreamsPerToken followers of the project already gets
+// ErrServerBusy. Every follower that follow returns is ended by leave
+// with the same tokenID.
+func (fs *feeds) follow(slug string, tokenID int64) (*feed, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	if tokenID != 0 {
+		k, most := tokenOf{slug, tokenID}, fs.s.opts.MaxChangeStreamsPerToken
+		if fs.held[k] >= most {
+			return nil, errorf(ErrServerBusy, "this token already holds the most change streams of project %q that one token may hold at once (%d); end one, or retry once one has ended", slug, most)
+		}
+		fs.held[k]++
+	}
+	fs.followers++
 	f, ok := fs.bySlug[slug]
 	if !ok {
 		f = &feed{fs: fs, slug: slug, dirty: make(chan struct{}, 1), stop: make(chan struct{}), wake: make(chan struct{})}
@@ -86,13 +115,21 @@ func (fs *feeds) follow(slug string) *feed {
 		go f.run()
 	}
 	f.followers++
-	return f
+	return f, nil
 }
 
-// leave unregisters a follower; the last one stops the feed.
-func (fs *feeds) leave(f *feed) {
+// leave unregisters a follower that follow registered for tokenID; the
+// last one stops the feed.
+func (fs *feeds) leave(f *feed, tokenID int64) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	if tokenID != 0 {
+		k := tokenOf{f.slug, tokenID}
+		if fs.held[k]--; fs.held[k] <= 0 {
+			delete(fs.held, k)
+		}
+	}
+	fs.followers--
 	if f.followers--; f.followers == 0 {
 		delete(fs.bySlug, f.slug)
 		close(f.stop)
@@ -261,11 +298,14 @@ func (s *Store) Changes(ctx context.Context, slug string, after int64) iter.Seq2
 // q.Tables if given, in commit order, each once, blocking for new ones
 // until ctx ends (then it stops without an error). An error ends the
 // iteration: ErrChangesExpired when the iteration is, or falls, further
-// behind than Options.ChangeRetention; ErrStoreClosed when the Store
-// closes; ErrInvalidToken when the token of the caller in ctx is revoked
-// or expires meanwhile (checked before each batch of changes and every
-// second); the errors of ListChanges. Resume with the id of the last change
-// received. q.Limit is ignored.
+// behind than Options.ChangeRetention; ErrServerBusy, before anything
+// else is yielded, when the token of the caller in ctx holds
+// Options.MaxChangeStreamsPerToken iterations of the project already (an
+// iteration holds its place until it ends, however it ends);
+// ErrStoreClosed when the Store closes; ErrInvalidToken when the token of
+// the caller in ctx is revoked or expires meanwhile (checked before each
+// batch of changes and every second); the errors of ListChanges. Resume
+// with the id of the last change received. q.Limit is ignored.
 //
 // A change's Row is shared by every follower of the project: do not
 // modify it.
@@ -282,8 +322,9 @@ func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) i
 		}
 		// A follower outlives its token's check: the token is checked
 		// again before each batch, and every tokenRecheck while idle.
+		caller, _ := CallerFrom(ctx) // TokenID 0: the application's own call
 		var recheck <-chan time.Time
-		if c, ok := CallerFrom(ctx); ok && c.TokenID != 0 {
+		if caller.TokenID != 0 {
 			t := time.NewTicker(tokenRecheck)
 			defer t.Stop()
 			recheck = t.C
@@ -295,8 +336,12 @@ func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) i
 			}
 			return err == nil
 		}
-		f := s.feeds.follow(slug)
-		defer s.feeds.leave(f)
+		f, err := s.feeds.follow(slug, caller.TokenID)
+		if err != nil {
+			yield(Change{}, err)
+			return
+		}
+		defer s.feeds.leave(f, caller.TokenID)
 		caughtUp := false // read the log itself at least once: it checks q.After
 		passed := q.After // what the caller knows of: yielded, or told by q.Passed
 		for {
@@ -310,6 +355,10 @@ func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) i
 					return
 				}
 				caughtUp = true
+				if q.Following != nil {
+					q.Following()
+					q.Following = nil
+				}
 				changes, q.After = page.Changes, page.NextAfter
 				if len(changes) > 0 && recheck != nil && !tokenValid() {
 					return

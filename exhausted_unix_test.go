@@ -64,7 +64,7 @@ func TestOutOfFileDescriptorsIsServerBusy(t *testing.T) {
 // be unreadable, and leaves nothing behind.
 func TestRestoreOutOfFileDescriptorsIsServerBusy(t *testing.T) {
 	src, _ := pdtest.NewProject(t, nil)
-	snapshot := newestSnapshot(t, src)
+	snapshot := pdtest.Snapshot(t, src)
 	s, dir := pdtest.Open(t, nil)
 	t.Run("Exhausted", func(t *testing.T) { // gives the descriptors back when it ends
 		exhaustFDs(t)

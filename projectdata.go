@@ -83,6 +83,19 @@ type Options struct {
 	// the log before the oldest change kept is ErrChangesExpired. Zero:
 	// 7 days.
 	ChangeRetention time.Duration
+	// MaxChangeStreamsPerToken bounds the followers of a project's change
+	// log (FollowChanges, Changes, and so the change streams of httpapi)
+	// that one token holds at once: one more, for that token on that
+	// project, fails with ErrServerBusy before it yields anything, until
+	// one of its followers ends. Each stream holds a connection for as
+	// long as it lasts, and a server serves a bounded number of them, so
+	// that one token could otherwise take every connection of the server.
+	// Only callers with a token count (see WithCaller); the application's
+	// own calls, without a Caller, are not bounded. Zero: 16, room for a
+	// backend's few streams per token (one stream follows several tables)
+	// and for the streams a client that reconnected left behind, which
+	// the server notices are gone only when a write to them fails.
+	MaxChangeStreamsPerToken int
 	// ReplicatorCheckpoints, when true, leaves checkpointing the
 	// write-ahead log to a replicator running beside the Store (Litestream,
 	// as `server serve -replica` runs it): the Store never checkpoints
@@ -155,6 +168,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.ChangeRetention <= 0 {
 		r.ChangeRetention = 7 * 24 * time.Hour
+	}
+	if r.MaxChangeStreamsPerToken <= 0 {
+		r.MaxChangeStreamsPerToken = 16
 	}
 	return r
 }
@@ -273,17 +289,23 @@ type Stats struct {
 	QueueWaits int64
 	// QueueWaitTime is the time those operations waited, in all.
 	QueueWaitTime time.Duration
+	// ChangeFollowers is how many iterations of FollowChanges (or
+	// Changes) follow a change log now: each change stream of httpapi is
+	// one.
+	ChangeFollowers int
 }
 
 // Stats returns the Store's open resources and its counters.
 func (s *Store) Stats() Stats {
+	followers := s.feeds.count()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Stats{
-		OpenProjects:  s.projects.len(),
-		Operations:    s.active,
-		QueueWaits:    s.queue.waits.Load(),
-		QueueWaitTime: time.Duration(s.queue.nanos.Load()),
+		OpenProjects:    s.projects.len(),
+		Operations:      s.active,
+		QueueWaits:      s.queue.waits.Load(),
+		QueueWaitTime:   time.Duration(s.queue.nanos.Load()),
+		ChangeFollowers: followers,
 	}
 }
 

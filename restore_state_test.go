@@ -43,7 +43,7 @@ func TestRestoredChangeLog(t *testing.T) {
 	last, err := src.LastChangeID(ctx, "acme")
 	is.NoErr(err)
 	is.True(last >= 4) // the table and three inserts
-	snapshot := newestSnapshot(t, src)
+	snapshot := pdtest.Snapshot(t, src)
 	// The source goes on after its snapshot: a client sees changes the
 	// copy will not hold, and the copy will reuse their ids.
 	_, err = src.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "lost"}})
@@ -110,7 +110,7 @@ func TestRestoreReplacesAnOpenProject(t *testing.T) {
 	is.NoErr(err)
 	_, err = other.Insert(ctx, "acme", "orders", []projectdata.Row{{"sku": "a"}, {"sku": "b"}, {"sku": "c"}})
 	is.NoErr(err)
-	snapshot := newestSnapshot(t, other)
+	snapshot := pdtest.Snapshot(t, other)
 
 	is.NoErr(os.Rename(filepath.Join(dir, "acme"), filepath.Join(t.TempDir(), "acme-old")))
 	_, err = s.RestoreProject(ctx, "acme", snapshot)

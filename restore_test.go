@@ -43,7 +43,7 @@ func TestRestoreProject(t *testing.T) {
 		_, err = src.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "one"}, {"body": "two"}})
 		is.NoErr(err)
 		dst, dstDir := pdtest.Open(t, nil)
-		path := newestSnapshot(t, src)
+		path := pdtest.Snapshot(t, src)
 		proj, err := dst.RestoreProject(ctx, "copy", path)
 		is.NoErr(err)
 		is.Equal(proj.Slug, "copy")
@@ -94,7 +94,7 @@ func TestRestoreProject(t *testing.T) {
 		src, _ := pdtest.NewProject(t, nil)
 		// As Litestream leaves them in every database it replicates.
 		path := edited(`CREATE TABLE _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER);
-			CREATE TABLE _litestream_lock (id INTEGER)`)(t, newestSnapshot(t, src))
+			CREATE TABLE _litestream_lock (id INTEGER)`)(t, pdtest.Snapshot(t, src))
 		dst, _ := pdtest.Open(t, nil)
 		_, err := dst.RestoreProject(ctx, "copy", path)
 		is.NoErr(err)
@@ -106,7 +106,7 @@ func TestRestoreProject(t *testing.T) {
 		is.NoErr(err)
 		_, err = src.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "one"}, {"body": "two"}})
 		is.NoErr(err)
-		path := edited(`UPDATE _pd_row_counts SET row_count = 999`)(t, newestSnapshot(t, src))
+		path := edited(`UPDATE _pd_row_counts SET row_count = 999`)(t, pdtest.Snapshot(t, src))
 		dst, dstDir := pdtest.Open(t, nil)
 		_, err = dst.RestoreProject(ctx, "copy", path)
 		is.NoErr(err)
@@ -118,7 +118,7 @@ func TestRestoreProject(t *testing.T) {
 	t.Run("RefusesAnExistingSlug", func(t *testing.T) {
 		is := is.New(t)
 		src, _ := pdtest.NewProject(t, nil)
-		path := newestSnapshot(t, src)
+		path := pdtest.Snapshot(t, src)
 		dst, dstDir := pdtest.Open(t, nil)
 		_, _, err := dst.CreateProject(ctx, "acme", "Other")
 		is.NoErr(err)
@@ -131,12 +131,12 @@ func TestRestoreProject(t *testing.T) {
 	t.Run("RefusesAnInvalidSlug", func(t *testing.T) {
 		src, _ := pdtest.NewProject(t, nil)
 		dst, _ := pdtest.Open(t, nil)
-		_, err := dst.RestoreProject(ctx, "../x", newestSnapshot(t, src))
+		_, err := dst.RestoreProject(ctx, "../x", pdtest.Snapshot(t, src))
 		pdtest.Code(t, err, projectdata.ErrInvalidProjectSlug)
 	})
 	t.Run("RefusesAProjectToken", func(t *testing.T) {
 		src, _ := pdtest.NewProject(t, nil)
-		_, err := src.RestoreProject(pdtest.As(t, src, projectdata.RoleAdmin), "copy", newestSnapshot(t, src))
+		_, err := src.RestoreProject(pdtest.As(t, src, projectdata.RoleAdmin), "copy", pdtest.Snapshot(t, src))
 		pdtest.Code(t, err, projectdata.ErrPermissionDenied)
 	})
 
@@ -200,7 +200,7 @@ func TestRestoreProject(t *testing.T) {
 			}
 			_, err = src.Insert(ctx, "acme", "notes", rows)
 			is.NoErr(err)
-			path := tc.make(t, newestSnapshot(t, src))
+			path := tc.make(t, pdtest.Snapshot(t, src))
 			dst, dstDir := pdtest.Open(t, nil)
 			_, err = dst.RestoreProject(ctx, "copy", path)
 			pdtest.Code(t, err, projectdata.ErrInvalidRequest)
@@ -222,21 +222,6 @@ func edited(sql string) func(t *testing.T, good string) string {
 		c.Close()
 		return path
 	}
-}
-
-// newestSnapshot takes a project export of "acme" and returns its path.
-func newestSnapshot(t *testing.T, s *projectdata.Store) string {
-	t.Helper()
-	e, err := s.CreateProjectExport(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, f, err := s.OpenExport(ctx, "acme", e.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	return f.Name()
 }
 
 func readFile(t *testing.T, path string) []byte {
@@ -312,7 +297,7 @@ func TestRestoreAfterEverySchemaChange(t *testing.T) {
 	_, err = s.DeleteTable(ctx, "acme", "gone")
 	is.NoErr(err)
 	dst, _ := pdtest.Open(t, nil)
-	_, err = dst.RestoreProject(ctx, "copy", newestSnapshot(t, s))
+	_, err = dst.RestoreProject(ctx, "copy", pdtest.Snapshot(t, s))
 	is.NoErr(err)
 }
 
@@ -327,7 +312,7 @@ func TestReplacedProjectIsReopened(t *testing.T) {
 	is.NoErr(err)
 	_, err = src.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "restored"}})
 	is.NoErr(err)
-	snapshot := newestSnapshot(t, src)
+	snapshot := pdtest.Snapshot(t, src)
 
 	served, dir := pdtest.Open(t, nil)
 	_, _, err = served.CreateProject(ctx, "acme", "Acme")
@@ -368,7 +353,7 @@ func TestOldProjectClosedAfterRestoreKeepsTheNewOnesLog(t *testing.T) {
 	src, _ := pdtest.NewProject(t, nil)
 	_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
 	is.NoErr(err)
-	snapshot := newestSnapshot(t, src)
+	snapshot := pdtest.Snapshot(t, src)
 
 	s, dir := pdtest.Open(t, &projectdata.Options{ReplicatorCheckpoints: true}) // the log keeps its commits
 	_, _, err = s.CreateProject(ctx, "acme", "Acme")
@@ -443,7 +428,7 @@ func TestConcurrentRestoresOfOneSlug(t *testing.T) {
 	}
 	_, err = src.Insert(ctx, "acme", "notes", rows)
 	is.NoErr(err)
-	snapshot := newestSnapshot(t, src)
+	snapshot := pdtest.Snapshot(t, src)
 
 	for round := range 3 {
 		s, dir := pdtest.Open(t, nil)
@@ -587,7 +572,7 @@ func TestCloseWaitsForARestore(t *testing.T) {
 	}
 	_, err = src.Insert(ctx, "acme", "notes", rows)
 	is.NoErr(err)
-	snapshot := newestSnapshot(t, src)
+	snapshot := pdtest.Snapshot(t, src)
 
 	s, dir := pdtest.Open(t, nil)
 	closed := make(chan bool, 1)                      // whether the restored project was in place when Close returned

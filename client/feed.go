@@ -140,8 +140,11 @@ func (c *Client) ListChanges(ctx context.Context, slug string, q pd.ChangeQuery)
 // the last change yielded (or the later point, past changes of other
 // tables, that the server's last ping named), so that each change is
 // yielded once: after a wait that grows with the failures in a row, as
-// long as Retry-After says on a 503, at most Options.MaxRetryWait. An error that opening it again
-// cannot mend ends the iteration, as the last pair: ErrChangesExpired
+// long as Retry-After says on a 503, at most Options.MaxRetryWait. A 503
+// server_busy is opened again so, whatever its reason: among them, the
+// token holds every change stream of the project that the server allows
+// one token, and the feed follows once one of them ends. An error that
+// opening it again cannot mend ends the iteration, as the last pair: ErrChangesExpired
 // (the resume point is older than the server keeps), ErrInvalidToken,
 // ErrPermissionDenied, ErrProjectNotFound and the other answers to the
 // request itself, ErrResponseTooLarge for a change longer than

@@ -330,3 +330,69 @@ func TestFeedResumesPastOtherTables(t *testing.T) {
 	is.True(len(s.lastIDs) >= 2)
 	is.Equal(s.lastIDs[1], strconv.FormatInt(last, 10)) // past other's inserts
 }
+
+// refusals serves h and signals each 503 it answered (statusWriter is
+// document_test.go's).
+type refusals struct {
+	h       http.Handler
+	refused chan struct{}
+}
+
+func (s *refusals) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	s.h.ServeHTTP(sw, r)
+	if sw.status == http.StatusServiceUnavailable {
+		select {
+		case s.refused <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// TestFeedWaitsForAPlaceAmongItsTokenStreams: a feed whose token holds
+// every change stream the server allows it (503 server_busy with
+// Retry-After) goes on opening its stream, after Retry-After, and follows
+// once a place is free, rather than ending with the 503.
+func TestFeedWaitsForAPlaceAmongItsTokenStreams(t *testing.T) {
+	is := is.New(t)
+	store, _ := pdtest.Open(t, &pd.Options{MaxChangeStreamsPerToken: 1})
+	_, admin, err := store.CreateProject(ctx, "acme", "Acme")
+	is.NoErr(err)
+	s := &refusals{h: httpapi.New(store, nil), refused: make(chan struct{})}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	// Every 503 reaches the feed's own loop (no retry inside one
+	// request), and Retry-After's second is cut short.
+	c := client.New(srv.URL, admin.Token, &client.Options{MaxRetries: -1, MaxRetryWait: 10 * time.Millisecond})
+	_, _, err = c.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}})
+	is.NoErr(err)
+
+	// Another stream of the token holds its one place.
+	hctx, release := context.WithCancel(ctx)
+	defer release()
+	req, err := http.NewRequestWithContext(hctx, "GET", srv.URL+"/projects/acme/changes/stream", nil)
+	is.NoErr(err)
+	req.Header.Set("Authorization", "Bearer "+admin.Token)
+	res, err := srv.Client().Do(req)
+	is.NoErr(err)
+	defer res.Body.Close()
+	is.Equal(res.StatusCode, 200)
+
+	got := make(chan error, 1)
+	go func() {
+		ids, err := follow(t, c, pd.ChangeQuery{}, 1)
+		if err == nil && (len(ids) != 1 || ids[0] != 1) {
+			err = errors.New("the feed yielded " + strconv.Itoa(len(ids)) + " changes, want the table's creation")
+		}
+		got <- err
+	}()
+	for range 3 { // refused, and opened again, three times
+		select {
+		case <-s.refused:
+		case err := <-got:
+			t.Fatalf("the feed ended while its token's place was held: %v", err)
+		}
+	}
+	release() // the place is free: the feed's next try follows
+	is.NoErr(<-got)
+}

@@ -48,8 +48,11 @@ func (h *Handler) listChanges(r *http.Request, ps httprouter.Params) (int, any, 
 // streamChanges serves the change log as Server-Sent Events (CONTRACT
 // §12): one event per change, id = change id, event = op, data = the
 // change. It starts after Last-Event-ID, else ?after=, else now. Errors
-// found before the stream starts answer with the envelope; later ones end
-// the stream with an "error" event.
+// found before the stream starts answer with the envelope (among them the
+// Store's bound on the streams of one token: 503 server_busy); later ones
+// end the stream with an "error" event. The stream's follower has ended
+// when the handler returns, so that its place among the token's streams
+// is free at once.
 func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	slug := ps.ByName("project")
 	cq, err := changeQuery(r.URL.Query())
@@ -70,37 +73,29 @@ func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httpr
 			return err
 		}
 	}
-	// Refuse an expired resume point or bad tables with the envelope,
-	// before the stream.
-	if _, err := h.store.ListChanges(ctx, slug, pd.ChangeQuery{After: cq.After, Tables: cq.Tables, Limit: 1}); err != nil {
-		return err
-	}
 	select {
 	case <-h.streamsDone:
 		return errorf(pd.ErrServerBusy, "the server is shutting down")
 	default:
 	}
 
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	if r.Method == http.MethodHead {
-		w.WriteHeader(http.StatusOK) // the stream's head, and no stream
-		return nil
-	}
 	// The follower's changes, and the points it has read past (a
 	// pd.Change with only an ID: the changes up to it were of other
 	// tables), in order.
 	changes := make(chan pd.Change, 64)
 	failed := make(chan error, 1)
+	following := make(chan struct{}) // closed once the follower is admitted and has checked the resume point
 	cq.Passed = func(after int64) {
 		select {
 		case changes <- pd.Change{ID: after}:
 		case <-ctx.Done():
 		}
 	}
+	cq.Following = func() { close(following) }
+	ended := make(chan struct{})
+	defer func() { cancel(); <-ended }() // on every return: the follower leaves before the handler does
 	go func() {
+		defer close(ended)
 		defer close(changes)
 		for c, err := range h.store.FollowChanges(ctx, slug, cq) {
 			if err != nil {
@@ -114,7 +109,26 @@ func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httpr
 			}
 		}
 	}()
+	// Refuse a stream beyond the token's bound, an expired resume point
+	// or bad tables with the envelope, before the stream.
+	select {
+	case <-following:
+	case err := <-failed:
+		return err
+	case <-h.streamsDone:
+		return errorf(pd.ErrServerBusy, "the server is shutting down")
+	case <-ctx.Done():
+		return nil
+	}
 
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK) // the stream's head, and no stream
+		return nil
+	}
 	w.WriteHeader(http.StatusOK)
 	out := &eventWriter{w: w, rc: http.NewResponseController(w), timeout: h.opts.StreamWriteTimeout}
 	if !out.flush() {

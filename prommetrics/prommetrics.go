@@ -94,6 +94,10 @@ func New(store *projectdata.Store) *Metrics {
 			Name: "projectdata_operations_in_flight",
 			Help: "Store operations under way now.",
 		}, func() float64 { return float64(store.Stats().Operations) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "projectdata_change_followers",
+			Help: "Followers of change logs now: change streams, and the application's own.",
+		}, func() float64 { return float64(store.Stats().ChangeFollowers) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "projectdata_queue_waits_total",
 			Help: "Operations that found every connection of their project busy and waited for one.",

@@ -71,6 +71,7 @@ func TestMetricsOverRealRequests(t *testing.T) {
 		`projectdata_budget_refusals_total{code="server_busy"} 0`,
 		`projectdata_open_projects 1`,
 		`projectdata_operations_in_flight 0`,
+		`projectdata_change_followers 0`,
 	} {
 		if !strings.Contains(page, want+"\n") {
 			t.Errorf("no line %s", want)

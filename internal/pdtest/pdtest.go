@@ -126,6 +126,22 @@ func As(t testing.TB, s *projectdata.Store, role projectdata.Role) context.Conte
 	return projectdata.WithCaller(context.Background(), c)
 }
 
+// Snapshot takes a project export of project "acme" and returns the path
+// of its file, a copy of the project's database that RestoreProject takes.
+func Snapshot(t testing.TB, s *projectdata.Store) string {
+	t.Helper()
+	e, err := s.CreateProjectExport(context.Background(), "acme")
+	if err != nil {
+		t.Fatalf("create project export: %v", err)
+	}
+	_, f, err := s.OpenExport(context.Background(), "acme", e.ID)
+	if err != nil {
+		t.Fatalf("open project export: %v", err)
+	}
+	f.Close()
+	return f.Name()
+}
+
 // CheckRowCounts fails the test unless every application table of the
 // project has a kept row count equal to its COUNT(*): its stored count
 // (_pd_row_counts) plus the deltas of the change log's records after the
