@@ -106,7 +106,6 @@ func (p *project) writeSnapshot(ctx context.Context, dir, name string, charge *e
 				return err
 			}
 			if err := charge.grow(reserved); err != nil {
-				reserved = 0
 				return err
 			}
 			return c.db.Backup("main", f.Name())
