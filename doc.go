@@ -46,7 +46,8 @@ CreateExport writes a table as CSV under the project's exports/ folder,
 from one consistent snapshot, atomically (temporary file, fsync, rename),
 and records a manifest whose sha256, size and row count describe the file
 exactly. ListExports reconciles manifests with the disk; OpenExport opens a
-ready file for download.
+ready file for download. The export files a project keeps are bounded by
+Options.MaxExportBytes (ErrExportQuotaExceeded past it).
 
 # Queries
 

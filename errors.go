@@ -76,6 +76,10 @@ const (
 	ErrIdempotencyKeyReused   Code = "idempotency_key_reused"
 	ErrChangesExpired         Code = "changes_expired"
 	ErrServerBusy             Code = "server_busy"
+	// ErrExportQuotaExceeded is an export refused, or stopped while its
+	// file was written, because the project's export files would take more
+	// than Options.MaxExportBytes (HTTP 507).
+	ErrExportQuotaExceeded Code = "export_quota_exceeded"
 )
 
 // Error codes of operations that only the Go API and the server's command

@@ -136,8 +136,10 @@ var exportIDPattern = regexp.MustCompile(`^exp_[a-z0-9]{1,64}$`)
 //
 // Errors: ErrInvalidExportFormat (format other than "" or "csv", any case),
 // ErrTableNotFound, ErrServerBusy (Options.MaxExportsPerProject exports
-// ran for longer than Options.QueueTimeout), ErrProjectNotFound,
-// ErrPermissionDenied.
+// ran for longer than Options.QueueTimeout), ErrExportQuotaExceeded (the
+// project's export files are at Options.MaxExportBytes, or this one would
+// take them past it; never stored as an idempotent answer, see
+// WithIdempotency), ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (Export, error) {
 	var out Export
 	err := s.withWrite(ctx, slug, writeCall{op: OpCreateExport, args: []any{table, format}, results: []any{&out}}, func(ctx context.Context, p *project) error {
@@ -147,9 +149,15 @@ func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (E
 		if table == "" {
 			return errorf(ErrInvalidRequest, "table is required: the name or id of the table to export")
 		}
+		charge, err := s.beginExport(ctx, p)
+		if err != nil {
+			return err
+		}
+		recorded := false
+		defer func() { charge.end(recorded) }()
 		id := newExportID()
 		fileName := id + ".csv"
-		file, err := writeExportFile(ctx, p, filepath.Join(p.dir, exportsDirName), fileName, table)
+		file, err := writeExportFile(ctx, p, filepath.Join(p.dir, exportsDirName), fileName, table, charge)
 		if err != nil {
 			return err
 		}
@@ -160,6 +168,7 @@ func (s *Store) CreateExport(ctx context.Context, slug, table, format string) (E
 		if err := p.recordExport(ctx, e, fileName, &out); err != nil {
 			return err
 		}
+		recorded = true
 		return nil
 	})
 	if err != nil {
@@ -218,12 +227,15 @@ type exportFile struct {
 }
 
 // writeExportFile writes the table as CSV to dir/name, atomically (see
-// writeFileAtomically). Size and digest are counted while writing.
-func writeExportFile(ctx context.Context, p *project, dir, name, table string) (out exportFile, err error) {
+// writeFileAtomically). Size and digest are counted while writing, and
+// every buffer of the file is charged before it is written: the export
+// stops with ErrExportQuotaExceeded, leaving no file, as soon as it would
+// take the project past Options.MaxExportBytes.
+func writeExportFile(ctx context.Context, p *project, dir, name, table string, charge *exportCharge) (out exportFile, err error) {
 	err = writeFileAtomically(dir, name, func(f *os.File) error {
 		hash := sha256.New()
 		var size countingWriter
-		buf := bufio.NewWriterSize(io.MultiWriter(f, hash, &size), 64<<10)
+		buf := bufio.NewWriterSize(io.MultiWriter(quotaWriter{f, charge}, hash, &size), 64<<10)
 
 		// The registry is loaded inside the transaction, so the columns are
 		// those of the snapshot the rows come from.
@@ -261,6 +273,9 @@ func writeExportFile(ctx context.Context, p *project, dir, name, table string) (
 			return dbError(ctx, err)
 		}
 		if err := buf.Flush(); err != nil {
+			if ErrorCode(err) == ErrExportQuotaExceeded {
+				return err
+			}
 			return errors.Wrap(err, "write export file")
 		}
 		out.size, out.sha256 = int64(size), hex.EncodeToString(hash.Sum(nil))

@@ -46,8 +46,8 @@ type idempotencyKey struct{}
 //
 //   - the first call runs; its result, or its error, is stored with its
 //     effect, in the same transaction, so after a crash both or neither
-//     exist (ErrServerBusy, ErrInternal and a cancelled context are never
-//     stored: a retry runs);
+//     exist (ErrServerBusy, ErrInternal, ErrExportQuotaExceeded and a
+//     cancelled context are never stored: a retry runs);
 //   - a later call with the same key and fingerprint returns the stored
 //     result (decoded from JSON: numbers in `any` fields come back as int64
 //     when integral, else float64) or the stored error, and applies
@@ -309,13 +309,15 @@ func storedAfterEffect(op Operation) bool {
 
 // storableError reports whether an error is an answer to store: not a
 // failure of the service (busy, internal, cancelled), which a retry should
-// run again.
+// run again, nor a refusal for the state of the disk (an export past
+// Options.MaxExportBytes), which a retry may pass once exports expire.
 func storableError(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
 	switch ErrorCode(err) {
-	case ErrInternal, ErrServerBusy, ErrStoreClosed, ErrIdempotencyKeyInFlight, ErrIdempotencyKeyReused:
+	case ErrInternal, ErrServerBusy, ErrStoreClosed, ErrIdempotencyKeyInFlight, ErrIdempotencyKeyReused,
+		ErrExportQuotaExceeded:
 		return false
 	}
 	return true

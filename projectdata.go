@@ -35,6 +35,16 @@ type Options struct {
 	// bound waits for one to end, up to QueueTimeout, then fails with
 	// ErrServerBusy. Zero: 2.
 	MaxExportsPerProject int
+	// MaxExportBytes bounds the bytes of export files (CSV exports and
+	// project snapshots) one project keeps at once: the size_bytes of its
+	// ready manifests (expired files are removed first), plus the bytes
+	// its exports under way have written so far. An export is refused
+	// before it reads anything when the project is at or past the bound,
+	// and stopped, its file removed and no manifest recorded, as soon as
+	// its file would take the project past it; both fail with
+	// ErrExportQuotaExceeded. Room frees as exports expire (ExportTTL) or
+	// their files are removed. Zero: 4 GiB.
+	MaxExportBytes int64
 	// BusyTimeout is how long a connection waits for a lock held by another
 	// process (or another Store on the folder) before the operation fails
 	// with ErrServerBusy. Zero: 5s.
@@ -112,6 +122,9 @@ type Options struct {
 // defaultMaxInsertRows is the zero value of Options.MaxInsertRows.
 const defaultMaxInsertRows = 10000
 
+// defaultMaxExportBytes is the zero value of Options.MaxExportBytes: 4 GiB.
+const defaultMaxExportBytes = 4 << 30
+
 // withDefaults returns a copy of o with every zero field set to its default.
 func (o *Options) withDefaults() Options {
 	var r Options
@@ -132,6 +145,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxExportsPerProject <= 0 {
 		r.MaxExportsPerProject = 2
+	}
+	if r.MaxExportBytes <= 0 {
+		r.MaxExportBytes = defaultMaxExportBytes
 	}
 	if r.BusyTimeout <= 0 {
 		r.BusyTimeout = 5 * time.Second
@@ -196,6 +212,8 @@ type Store struct {
 	heap  *sqliteHeap // SQLite memory of every connection, against MaxSQLiteMemory
 
 	feeds *feeds // live change feeds of the projects followed now
+
+	exportUse exportQuota // bytes of the exports under way, against MaxExportBytes
 }
 
 // Open returns a Store over the data folder dir, creating the folder if

@@ -32,24 +32,35 @@ const (
 // reader never blocks the writer in WAL mode). RowCount counts the rows of
 // the application tables in that same transaction. The file is written
 // atomically like a CSV export: no manifest ever describes a partial file.
-// It counts as an export against Options.MaxExportsPerProject.
+// It counts as an export against Options.MaxExportsPerProject, and its
+// file against Options.MaxExportBytes.
 //
 // Errors: ErrServerBusy (Options.MaxExportsPerProject exports ran for
-// longer than Options.QueueTimeout), ErrProjectNotFound,
-// ErrPermissionDenied.
+// longer than Options.QueueTimeout), ErrExportQuotaExceeded (as for
+// CreateExport), ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) CreateProjectExport(ctx context.Context, slug string) (Export, error) {
 	var out Export
 	err := s.withWrite(ctx, slug, writeCall{op: OpCreateProjectExport, results: []any{&out}}, func(ctx context.Context, p *project) error {
+		charge, err := s.beginExport(ctx, p)
+		if err != nil {
+			return err
+		}
+		recorded := false
+		defer func() { charge.end(recorded) }()
 		id := newExportID()
 		fileName := id + snapshotFileNameSuffix
-		file, tables, err := p.writeSnapshot(ctx, filepath.Join(p.dir, exportsDirName), fileName)
+		file, tables, err := p.writeSnapshot(ctx, filepath.Join(p.dir, exportsDirName), fileName, charge)
 		if err != nil {
 			return err
 		}
 		e := s.newExport(slug, id, ExportKindProject, exportFormatSQLite, snapshotContentType, file)
 		e.TableCount = &tables
 		e.DownloadName = slug + "-" + e.CreatedAt.Format(snapshotDownloadPattern) + snapshotFileNameSuffix
-		return p.recordExport(ctx, e, fileName, &out)
+		if err := p.recordExport(ctx, e, fileName, &out); err != nil {
+			return err
+		}
+		recorded = true
+		return nil
 	})
 	if err != nil {
 		return Export{}, err
@@ -60,7 +71,13 @@ func (s *Store) CreateProjectExport(ctx context.Context, slug string) (Export, e
 // writeSnapshot copies the project database to dir/name with SQLite's
 // backup API, atomically (see writeFileAtomically), and returns the file's
 // description and how many application tables it holds.
-func (p *project) writeSnapshot(ctx context.Context, dir, name string) (out exportFile, tables int64, err error) {
+//
+// The copy is as large as the database in the read transaction that takes
+// it (its pages): that size is charged before the backup writes anything,
+// so a snapshot that would take the project past Options.MaxExportBytes
+// fails with ErrExportQuotaExceeded and writes nothing.
+func (p *project) writeSnapshot(ctx context.Context, dir, name string, charge *exportCharge) (out exportFile, tables int64, err error) {
+	var reserved int64 // bytes charged for the copy before it is made
 	err = writeFileAtomically(dir, name, func(f *os.File) error {
 		// SQLite writes the file through a handle of its own.
 		if err := f.Close(); err != nil {
@@ -82,6 +99,15 @@ func (p *project) writeSnapshot(ctx context.Context, dir, name string) (out expo
 					return err
 				}
 			}
+			if _, err := c.queryRow(`SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`, nil, func(st *sqlite3.Stmt) error {
+				reserved = st.ColumnInt64(0)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := charge.grow(reserved); err != nil {
+				return err
+			}
 			return c.db.Backup("main", f.Name())
 		})
 		if err != nil {
@@ -91,7 +117,12 @@ func (p *project) writeSnapshot(ctx context.Context, dir, name string) (out expo
 			return dbError(ctx, err)
 		}
 		out.size, out.sha256, err = digestFile(f.Name())
-		return err
+		if err != nil {
+			return err
+		}
+		// The file is the size reserved; should it differ, the charge
+		// follows the file.
+		return charge.grow(out.size - reserved)
 	})
 	return out, tables, err
 }

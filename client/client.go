@@ -9,8 +9,8 @@
 // proxy's page, an empty body) is the error of its HTTP status: 401
 // ErrInvalidToken, 403 ErrPermissionDenied, 404 the operation's not-found
 // code (a record's, an export's) or else ErrRouteNotFound, 413
-// ErrPayloadTooLarge, 503 ErrServerBusy, any other ErrInternal; an answer
-// is a success only with a 2xx status.
+// ErrPayloadTooLarge, 503 ErrServerBusy, 507 ErrExportQuotaExceeded, any
+// other ErrInternal; an answer is a success only with a 2xx status.
 //
 // Reads and writes are retried, at most Options.MaxRetries times, on
 // network errors (an answer cut while it is read included) and on 503
@@ -407,6 +407,8 @@ func statusCode(status int, req request) pd.Code {
 		return pd.ErrUnsupportedMediaType
 	case status == http.StatusServiceUnavailable:
 		return pd.ErrServerBusy
+	case status == http.StatusInsufficientStorage:
+		return pd.ErrExportQuotaExceeded
 	}
 	return pd.ErrInternal
 }

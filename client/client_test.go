@@ -464,3 +464,26 @@ func TestProjectExportThroughTheClient(t *testing.T) {
 	is.Equal(n, exp.SizeBytes)
 	is.True(strings.HasPrefix(buf.String(), "SQLite format 3\x00"))
 }
+
+// TestExportQuotaThroughTheClient: the server's 507 export_quota_exceeded
+// is ErrExportQuotaExceeded to the client's caller, message included.
+func TestExportQuotaThroughTheClient(t *testing.T) {
+	is := is.New(t)
+	const csv = "id,v\n1,a\n" // the one export that fits
+	s, admin := pdtest.NewProject(t, &pd.Options{MaxExportBytes: int64(len(csv))})
+	srv := httptest.NewServer(httpapi.New(s, nil))
+	defer srv.Close()
+	c := client.New(srv.URL, admin, nil)
+	_, _, err := c.CreateTable(ctx, "acme", pd.TableDef{Name: "t", Columns: []pd.ColumnDef{{Name: "v"}}})
+	is.NoErr(err)
+	_, err = c.Insert(ctx, "acme", "t", []pd.Row{{"v": "a"}})
+	is.NoErr(err)
+	exp, err := c.CreateExport(ctx, "acme", "t", "csv")
+	is.NoErr(err)
+	is.Equal(exp.SizeBytes, int64(len(csv)))
+	_, err = c.CreateExport(ctx, "acme", "t", "csv")
+	is.True(errors.Is(err, pd.ErrExportQuotaExceeded))
+	is.True(strings.Contains(err.Error(), "of the 9 allowed"))
+	_, err = c.CreateProjectExport(ctx, "acme")
+	is.True(errors.Is(err, pd.ErrExportQuotaExceeded))
+}

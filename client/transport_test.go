@@ -206,6 +206,7 @@ func TestAnswersWithoutEnvelope(t *testing.T) {
 	listTables := func() error { _, err := c.ListTables(ctx, "acme"); return err }
 	listColumns := func() error { _, _, err := c.ListColumns(ctx, "acme", "t"); return err }
 	getRecord := func() error { _, err := c.GetRecord(ctx, "acme", "t", 1); return err }
+	createExport := func() error { _, err := c.CreateExport(ctx, "acme", "t", "csv"); return err }
 	for _, tc := range []struct {
 		name   string
 		answer [3]string
@@ -219,6 +220,7 @@ func TestAnswersWithoutEnvelope(t *testing.T) {
 		{"NotFoundEmptyTables", [3]string{"404", "", ""}, listTables, pd.ErrInvalidToken}, // as the specification says
 		{"TooLargeHTML", [3]string{"413", "text/html", "<html>too large</html>"}, listColumns, pd.ErrPayloadTooLarge},
 		{"UnavailableHTML", [3]string{"503", "text/html", "<html>maintenance</html>"}, listColumns, pd.ErrServerBusy},
+		{"InsufficientStorageEmpty", [3]string{"507", "", ""}, createExport, pd.ErrExportQuotaExceeded},
 		{"BadGatewayHTML", [3]string{"502", "text/html", "<html>bad gateway</html>"}, listColumns, pd.ErrInternal},
 		{"ServerErrorSaysOK", [3]string{"500", "application/json", `{"ok":true,"data":{"table":"t","columns":[]}}`}, listColumns, pd.ErrInternal},
 		{"NotFoundSaysOK", [3]string{"404", "application/json", `{"ok":true,"data":{"table":"t","columns":[]}}`}, listColumns, pd.ErrRouteNotFound},

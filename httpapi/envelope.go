@@ -79,6 +79,8 @@ var statusOf = map[projectdata.Code]int{
 	projectdata.ErrInternal:    http.StatusInternalServerError,
 	projectdata.ErrStoreClosed: http.StatusServiceUnavailable,
 	projectdata.ErrServerBusy:  http.StatusServiceUnavailable,
+
+	projectdata.ErrExportQuotaExceeded: http.StatusInsufficientStorage,
 }
 
 // envelope is the body of every JSON response.

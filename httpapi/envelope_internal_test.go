@@ -74,6 +74,7 @@ func TestEveryCodeHasTheContractsStatus(t *testing.T) {
 		422: "query_budget_exceeded idempotency_key_reused",
 		500: "internal_error",
 		503: "server_busy",
+		507: "export_quota_exceeded",
 	}
 	for status, codes := range contract {
 		for _, code := range strings.Fields(codes) {

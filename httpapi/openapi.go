@@ -178,7 +178,7 @@ var apiRoutes = []apiRoute{
 	{method: "POST", path: "/projects/{project}/exports", summary: "Export a table to a CSV file, or (kind project_export, admin) the whole project database to a SQLite file", status: 201, write: true,
 		body: `{"type":"object","properties":{"kind":{"enum":["` + pd.ExportKindTable + `","` + pd.ExportKindProject + `"]},"table":{"type":"string"},` +
 			`"format":{"type":"string","pattern":"^([Cc][Ss][Vv]|[Ss][Qq][Ll][Ii][Tt][Ee])$","description":"csv for a table export, sqlite for a project export (the default of each), in any case."}}}`,
-		data: object(`"export"`, `"export":`+ref("Export")), codes: codes(tableCodes, []pd.Code{pd.ErrInvalidExportFormat})},
+		data: object(`"export"`, `"export":`+ref("Export")), codes: codes(tableCodes, []pd.Code{pd.ErrInvalidExportFormat, pd.ErrExportQuotaExceeded})},
 	{method: "DELETE", path: "/projects/{project}/exports/not-found", summary: "Forget exports whose files are gone", status: 200, write: true,
 		data: object(`"deleted_count","project","scope","status"`, `"deleted_count":`+intSchema, `"project":`+strSchema, `"scope":`+strSchema, `"status":`+strSchema)},
 	{method: "GET", path: "/projects/{project}/export/download/{export}", summary: "Download an export's file (ETag, conditional and range requests)", status: 200,

@@ -29,6 +29,7 @@ var refusalCodes = []projectdata.Code{
 	projectdata.ErrQueryBudgetExceeded,
 	projectdata.ErrQueryResultTooLarge,
 	projectdata.ErrServerBusy,
+	projectdata.ErrExportQuotaExceeded,
 }
 
 // knownMethods are the methods that get a label of their own; any other is
@@ -59,7 +60,7 @@ var _ httpapi.Metrics = (*Metrics)(nil)
 //   - projectdata_http_requests_total{method, route, status}
 //   - projectdata_http_request_duration_seconds{method, route} (histogram)
 //   - projectdata_budget_refusals_total{code}: query_budget_exceeded,
-//     query_result_too_large, server_busy
+//     query_result_too_large, server_busy, export_quota_exceeded
 //   - projectdata_open_projects, projectdata_operations_in_flight (gauges)
 //   - projectdata_queue_waits_total, projectdata_queue_wait_seconds_total:
 //     operations that waited for a connection of their project, and how

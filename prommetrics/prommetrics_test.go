@@ -69,6 +69,7 @@ func TestMetricsOverRealRequests(t *testing.T) {
 		`projectdata_budget_refusals_total{code="query_budget_exceeded"} 1`,
 		`projectdata_budget_refusals_total{code="query_result_too_large"} 0`,
 		`projectdata_budget_refusals_total{code="server_busy"} 0`,
+		`projectdata_budget_refusals_total{code="export_quota_exceeded"} 0`,
 		`projectdata_open_projects 1`,
 		`projectdata_operations_in_flight 0`,
 		`projectdata_change_followers 0`,
