@@ -96,12 +96,11 @@ func TestBulkChangePastWriteBudget(t *testing.T) {
 
 			// The writer is free, and its interrupt no longer the spent
 			// budget's: a row write and a quick bulk change run.
-			res, err := s.Insert(ctx, "acme", "big", []projectdata.Row{{"v": "x", "n": 0}})
+			_, err = s.Insert(ctx, "acme", "big", []projectdata.Row{{"v": "x", "n": 0}})
 			is.NoErr(err)
 			del, err := s.DeleteRecords(ctx, "acme", "big", projectdata.BulkDelete{Where: projectdata.Where{{Column: "v", Op: projectdata.WhereEq, Value: "x"}}})
 			is.NoErr(err)
 			is.Equal(del.AffectedRows, int64(1))
-			_ = res
 		})
 	}
 }
