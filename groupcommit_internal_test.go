@@ -73,10 +73,11 @@ func newGroupTest(t *testing.T) *groupTest {
 }
 
 // keyed is a write of a group: an idempotent Insert of one row v under
-// key, or (key empty) a raw write fn.
+// key, or (key empty) a raw write fn, or a raw bulk change (writeBulk).
 type keyed struct {
 	key, v string
 	fn     func(c *conn) error
+	bulk   func(c *conn) error
 }
 
 // queue runs the writes as one group: it holds the writer while it
@@ -92,6 +93,10 @@ func (g *groupTest) queue(t *testing.T, writes []keyed) ([]error, [][]any) {
 		wg.Go(func() {
 			if w.fn != nil {
 				errs[i] = g.p.write(context.Background(), w.fn)
+				return
+			}
+			if w.bulk != nil {
+				errs[i] = g.p.writeBulk(context.Background(), w.bulk)
 				return
 			}
 			var res InsertResult

@@ -52,6 +52,19 @@ type Options struct {
 	// QueryTimeout is the execution budget of one read-only query; SQLite is
 	// interrupted when it runs out (query_budget_exceeded). Zero: 1s.
 	QueryTimeout time.Duration
+	// WriteTimeout is the execution budget of one bulk update or bulk
+	// delete (UpdateRecords, DeleteRecords) on the project's writer,
+	// counted from when it starts running there (its wait in the writer's
+	// queue is QueueTimeout's): SQLite is interrupted when it runs out, the
+	// change rolls back whole, and the call fails with
+	// ErrQueryBudgetExceeded. A bulk change holds every other write of its
+	// project while it runs, and those wait at most QueueTimeout each.
+	// Schema changes (tables, columns, indexes: long on big tables, and
+	// the admin's) have no such budget, nor have the row writes (Insert,
+	// UpdateRecord, DeleteRecord), which are bounded by MaxInsertRows or one
+	// row and share transactions that an interruption would roll back
+	// whole. Zero or negative: 30s.
+	WriteTimeout time.Duration
 	// QueryMaxBytes is the result budget of one query, in bytes of encoded
 	// rows: the JSON array of the rows as the answer encodes it, brackets
 	// and commas included (query_result_too_large). It also ends a page of
@@ -154,6 +167,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.QueryTimeout <= 0 {
 		r.QueryTimeout = time.Second
+	}
+	if r.WriteTimeout <= 0 {
+		r.WriteTimeout = 30 * time.Second
 	}
 	if r.QueryMaxBytes <= 0 {
 		r.QueryMaxBytes = 4 << 20

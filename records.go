@@ -919,8 +919,9 @@ func (s *Store) DeleteRecord(ctx context.Context, slug, table string, id any) (D
 // ErrWhereRequired (empty Where without AllowAll), ErrPermissionDenied
 // (AllowAll without the admin role, or no write role),
 // ErrColumnNotFound, ErrInvalidColumnValue, ErrInvalidWhere,
-// ErrUniqueViolation, ErrNotNullViolation, ErrTableNotFound,
-// ErrProjectNotFound.
+// ErrUniqueViolation, ErrNotNullViolation, ErrQueryBudgetExceeded (the
+// update ran past Options.WriteTimeout, and changed nothing),
+// ErrTableNotFound, ErrProjectNotFound.
 func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkUpdate) (BulkResult, error) {
 	return s.bulkChange(ctx, slug, table, OpUpdateRecords, upd, upd.Where, upd.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, bool, error) {
 		if len(upd.Data) == 0 {
@@ -939,8 +940,9 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 //
 // Errors: ErrWhereRequired (empty Where without AllowAll),
 // ErrPermissionDenied (AllowAll without the admin role, or no write
-// role), ErrColumnNotFound, ErrInvalidWhere, ErrTableNotFound,
-// ErrProjectNotFound.
+// role), ErrColumnNotFound, ErrInvalidWhere, ErrQueryBudgetExceeded (the
+// deletion ran past Options.WriteTimeout, and deleted nothing),
+// ErrTableNotFound, ErrProjectNotFound.
 func (s *Store) DeleteRecords(ctx context.Context, slug, table string, del BulkDelete) (BulkResult, error) {
 	return s.bulkChange(ctx, slug, table, OpDeleteRecords, del, del.Where, del.AllowAll, func(t *tableInfo, sql *strings.Builder) ([]any, bool, error) {
 		sql.WriteString("DELETE FROM ")
@@ -964,7 +966,7 @@ func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation
 		} else if len(where) == 0 {
 			return errorf(ErrWhereRequired, "an explicit where clause is required unless an administrator sets allow_all")
 		}
-		return p.writeAlone(ctx, func(c *conn) error {
+		return p.writeBulk(ctx, func(c *conn) error {
 			t, err := p.tableFor(c, table)
 			if err != nil {
 				return err
@@ -984,7 +986,7 @@ func (s *Store) bulkChange(ctx context.Context, slug, table string, op Operation
 			}
 			n, err := c.bulkExec(t, changeOp, sql.String(), cond.String(), args, set, setsKey)
 			if err != nil {
-				err = dbError(ctx, err)
+				err = dbError(ctx, p.writeBudgetError(ctx, c, err, "the bulk "+string(changeOp)))
 				if code := ErrorCode(err); code != ErrInternal {
 					err = errors.WithMessagef(err, "table %q", t.Name)
 				}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ncruces/go-sqlite3"
 	"github.com/pkg/errors"
 )
 
@@ -21,6 +22,9 @@ type writeRequest struct {
 	ctx   context.Context
 	fn    func(c *conn) error
 	alone bool // runs in its own transaction, interruptible by ctx
+	// budget, when not zero, bounds how long fn of a write alone runs:
+	// SQLite is interrupted when it runs out (see writeBulk).
+	budget time.Duration
 
 	changed  bool // fn logged changes (see loggingChanges)
 	err      error
@@ -63,21 +67,37 @@ func (q *writeQueue) take() []*writeRequest {
 // transaction committed. fn must not keep its conn, and must write through
 // it everything that has to commit with its effect.
 func (p *project) write(ctx context.Context, fn func(c *conn) error) error {
-	return p.submit(ctx, fn, false)
+	return p.submit(ctx, fn, false, 0)
 }
 
 // writeAlone is write in a transaction of its own, interruptible by ctx:
-// for schema changes (which other writes must not see uncommitted) and
-// bulk changes (which may run long).
+// for schema changes (which other writes must not see uncommitted, and
+// which may run long on a big table: they have no budget).
 func (p *project) writeAlone(ctx context.Context, fn func(c *conn) error) error {
-	return p.submit(ctx, fn, true)
+	return p.submit(ctx, fn, true, 0)
+}
+
+// writeBulk is writeAlone under the write budget, Options.WriteTimeout,
+// counted from when fn starts on the writer: for the bulk changes, whose
+// cost the caller's where decides and which hold every other write of the
+// project while they run. Past the budget SQLite is interrupted, the
+// transaction rolls back whole, and the write fails with
+// ErrQueryBudgetExceeded (see writeBudgetError).
+//
+// Writes in groups (write) have no budget: SQLite rolls back the whole
+// transaction of a write statement it interrupts, savepoints or not, so
+// the budget of one write would undo the others of its group; and each is
+// bounded by its size (Options.MaxInsertRows rows, or one row).
+func (p *project) writeBulk(ctx context.Context, fn func(c *conn) error) error {
+	return p.submit(ctx, fn, true, p.store.opts.WriteTimeout)
 }
 
 // submit queues the write and waits for its outcome: it becomes the runner
 // when it gets the writer, else another runner takes it. A write still in
 // the queue when ctx ends is dropped with ctx's error; one still there
-// after Options.QueueTimeout, with ErrServerBusy.
-func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool) error {
+// after Options.QueueTimeout, with ErrServerBusy. A write alone with a
+// budget (see writeBulk) runs at most that long.
+func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool, budget time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -85,7 +105,7 @@ func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool
 		return errWriterFault(p.slug)
 	}
 	fn = recordingAnswer(ctx, fn) // an idempotent operation's answer commits with its effect
-	r := &writeRequest{ctx: ctx, alone: alone, done: make(chan struct{})}
+	r := &writeRequest{ctx: ctx, alone: alone, budget: budget, done: make(chan struct{})}
 	r.fn = p.loggingChanges(r, fn)
 	p.wq.mu.Lock()
 	p.wq.pending = append(p.wq.pending, r)
@@ -225,10 +245,32 @@ func (p *project) runAlone(r *writeRequest) {
 		defer tx.End(&err)
 		// Runs before tx.End: work that finished commits even if its
 		// context ended meanwhile; work the context interrupted failed,
-		// so it rolls back.
+		// so it rolls back (SQLite rolled it back already, if the
+		// interruption stopped a statement that writes).
 		defer c.db.SetInterrupt(old)
-		return r.fn(c)
+		if r.budget <= 0 {
+			return r.fn(c)
+		}
+		// The budget starts now, past the queue and the lock's wait
+		// (QueueTimeout's and BusyTimeout's); it is r's alone, released
+		// before the writer runs another write.
+		budget, release := withBudget(r.ctx, r.budget)
+		defer release()
+		c.db.SetInterrupt(budget)
+		return p.writeBudgetError(r.ctx, c, r.fn(c), "the write")
 	}()
+}
+
+// writeBudgetError returns err, or ErrQueryBudgetExceeded if err is the
+// interruption of a write by its budget (see writeBulk): SQLite was
+// interrupted, and the context c's interrupt watches has ended while the
+// caller's, ctx, has not (the caller's own end stays its context's error).
+// what names the write in the message.
+func (p *project) writeBudgetError(ctx context.Context, c *conn, err error, what string) error {
+	if err == nil || !errors.Is(err, sqlite3.INTERRUPT) || ctx.Err() != nil || c.db.GetInterrupt().Err() == nil {
+		return err
+	}
+	return errorf(ErrQueryBudgetExceeded, "%s ran past the write budget of %s and was rolled back, changing nothing; narrow the where, or add an index on the columns it tests", what, p.store.opts.WriteTimeout)
 }
 
 // runSingle is runGroup for a group of one write: its transaction is its

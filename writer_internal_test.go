@@ -67,7 +67,7 @@ func (w *writerTest) queued(t *testing.T, ctxs []context.Context, fns []func(c *
 					errs[i] = fmt.Errorf("panic: %v", v)
 				}
 			}()
-			errs[i] = w.p.submit(ctxs[i], fn, alone != nil && alone[i])
+			errs[i] = w.p.submit(ctxs[i], fn, alone != nil && alone[i], 0)
 		})
 		waitQueued(w.p, i+1) // queue in order
 	}
