@@ -123,7 +123,9 @@ func TestQueryMemoryIsGivenBack(t *testing.T) {
 	is := is.New(t)
 	// No checkpointer: its connection, kept a while after a checkpoint,
 	// would come and go in the heap this test counts.
-	s, _, p := boundedStore(t, &Options{QueryMaxBytes: 1 << 30, ReplicatorCheckpoints: true})
+	// A long query budget: the test is of memory, and a 20 MB string takes
+	// more than the usual second under -race on a loaded machine.
+	s, _, p := boundedStore(t, &Options{QueryMaxBytes: 1 << 30, ReplicatorCheckpoints: true, QueryTimeout: time.Minute})
 	ctx := context.Background()
 	pooled := func() int {
 		p.rmu.Lock()
