@@ -50,7 +50,7 @@ var (
 	tableCodes = []pd.Code{pd.ErrInvalidTableName, pd.ErrTableNotFound}
 	// valueCodes are the codes of a route writing column values.
 	valueCodes = []pd.Code{pd.ErrInvalidColumnName, pd.ErrColumnNotFound, pd.ErrInvalidColumnValue,
-		pd.ErrNotNullViolation, pd.ErrUniqueViolation, pd.ErrQueryBudgetExceeded}
+		pd.ErrNotNullViolation, pd.ErrUniqueViolation}
 	// whereCodes are the codes of a route reading a where.
 	whereCodes = []pd.Code{pd.ErrInvalidWhere, pd.ErrWhereRequired, pd.ErrInvalidColumnName,
 		pd.ErrColumnNotFound, pd.ErrInvalidColumnValue}
@@ -150,7 +150,7 @@ var apiRoutes = []apiRoute{
 		codes: codes(tableCodes, valueCodes, []pd.Code{pd.ErrRecordNotFound})},
 	{method: "PATCH", path: "/projects/{project}/records/{table}", summary: "Change the rows a where matches", status: 200, write: true,
 		body: object(`"data"`, `"data":`+ref("Row"), `"where":`+ref("Where"), `"allow_all":`+boolSchema), data: ref("BulkResult"),
-		codes: codes(tableCodes, valueCodes, whereCodes)},
+		codes: codes(tableCodes, valueCodes, whereCodes, []pd.Code{pd.ErrQueryBudgetExceeded})},
 	{method: "DELETE", path: "/projects/{project}/records/{table}", summary: "Delete the rows a where matches", status: 200, write: true,
 		body: object(``, `"where":`+ref("Where"), `"allow_all":`+boolSchema), data: ref("BulkResult"),
 		codes: codes(tableCodes, whereCodes, []pd.Code{pd.ErrQueryBudgetExceeded})},
