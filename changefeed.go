@@ -41,9 +41,8 @@ type feeds struct {
 	done   chan struct{} // closed by Store.Close
 	closed bool
 	// held counts the followers of each token on each project, against
-	// Options.MaxChangeStreamsPerToken; followers counts them all.
-	held      map[tokenOf]int
-	followers int
+	// Options.MaxChangeStreamsPerToken.
+	held map[tokenOf]int
 
 	pruneMu sync.Mutex
 	pruned  map[string]time.Time // slug → last prune started
@@ -63,7 +62,11 @@ type tokenOf struct {
 func (fs *feeds) count() int {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	return fs.followers
+	n := 0
+	for _, f := range fs.bySlug {
+		n += f.followers
+	}
+	return n
 }
 
 // close ends every feed and its followers.
@@ -107,7 +110,6 @@ func (fs *feeds) follow(slug string, tokenID int64) (*feed, error) {
 		}
 		fs.held[k]++
 	}
-	fs.followers++
 	f, ok := fs.bySlug[slug]
 	if !ok {
 		f = &feed{fs: fs, slug: slug, dirty: make(chan struct{}, 1), stop: make(chan struct{}), wake: make(chan struct{})}
@@ -129,7 +131,6 @@ func (fs *feeds) leave(f *feed, tokenID int64) {
 			delete(fs.held, k)
 		}
 	}
-	fs.followers--
 	if f.followers--; f.followers == 0 {
 		delete(fs.bySlug, f.slug)
 		close(f.stop)

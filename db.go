@@ -504,7 +504,7 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 		}
 	}
 	// On the writer too: a bulk change's like, one call for minutes over a
-	// big value, then stops when its request ends.
+	// big value, then stops at its write budget or when its request ends.
 	if err := c.registerBoundedFunctions(); err != nil {
 		return err
 	}

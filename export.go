@@ -227,15 +227,14 @@ type exportFile struct {
 }
 
 // writeExportFile writes the table as CSV to dir/name, atomically (see
-// writeFileAtomically). Size and digest are counted while writing, and
-// every buffer of the file is charged before it is written: the export
-// stops with ErrExportQuotaExceeded, leaving no file, as soon as it would
-// take the project past Options.MaxExportBytes.
+// writeFileAtomically). The digest is computed while writing, and every
+// buffer of the file is charged (which counts its size) before it is
+// written: the export stops with ErrExportQuotaExceeded, leaving no file,
+// as soon as it would take the project past Options.MaxExportBytes.
 func writeExportFile(ctx context.Context, p *project, dir, name, table string, charge *exportCharge) (out exportFile, err error) {
 	err = writeFileAtomically(dir, name, func(f *os.File) error {
 		hash := sha256.New()
-		var size countingWriter
-		buf := bufio.NewWriterSize(io.MultiWriter(quotaWriter{f, charge}, hash, &size), 64<<10)
+		buf := bufio.NewWriterSize(io.MultiWriter(quotaWriter{f, charge}, hash), 64<<10)
 
 		// The registry is loaded inside the transaction, so the columns are
 		// those of the snapshot the rows come from.
@@ -278,7 +277,7 @@ func writeExportFile(ctx context.Context, p *project, dir, name, table string, c
 			}
 			return errors.Wrap(err, "write export file")
 		}
-		out.size, out.sha256 = int64(size), hex.EncodeToString(hash.Sum(nil))
+		out.size, out.sha256 = charge.written, hex.EncodeToString(hash.Sum(nil)) // the charge counts the file's bytes
 		return nil
 	})
 	return out, err
@@ -323,14 +322,6 @@ func writeFileAtomically(dir, name string, fill func(f *os.File) error) (err err
 		return err
 	}
 	return nil
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter int64
-
-func (n *countingWriter) Write(b []byte) (int, error) {
-	*n += countingWriter(len(b))
-	return len(b), nil
 }
 
 // appendCSVRecord appends the n columns of st's row as one CSV record,
@@ -469,34 +460,38 @@ func (p *project) markExportsNotFound(ctx context.Context, gone map[string]strin
 // reconcileExports brings the manifests in line with the disk: a ready
 // manifest past expires_at has its file removed, and it or one whose file
 // is gone becomes not_found. When nothing changed it costs one read and one
-// stat per ready manifest, and writes nothing.
-func (s *Store) reconcileExports(ctx context.Context, p *project) error {
+// stat per ready manifest, and writes nothing. It returns the size_bytes of
+// the manifests still ready: the export files the project keeps.
+func (s *Store) reconcileExports(ctx context.Context, p *project) (kept int64, err error) {
 	type ready struct {
 		id, fileName string
 		expiresAt    time.Time
+		size         int64
 	}
 	var list []ready
-	err := p.read(ctx, func(c *conn) error {
-		return c.query(`SELECT id, file_name, expires_at FROM _pd_exports WHERE status = ?`, []any{ExportStatusReady}, func(st *sqlite3.Stmt) error {
-			list = append(list, ready{st.ColumnText(0), st.ColumnText(1), timeOrZero(st, 2).Time})
+	err = p.read(ctx, func(c *conn) error {
+		return c.query(`SELECT id, file_name, expires_at, size_bytes FROM _pd_exports WHERE status = ?`, []any{ExportStatusReady}, func(st *sqlite3.Stmt) error {
+			list = append(list, ready{st.ColumnText(0), st.ColumnText(1), timeOrZero(st, 2).Time, st.ColumnInt64(3)})
 			return nil
 		})
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	now := s.now()
 	gone := map[string]string{}
 	for _, r := range list {
 		reason, err := p.exportGone(r.fileName, r.expiresAt, now)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if reason != "" {
 			gone[r.id] = reason
+		} else {
+			kept += r.size
 		}
 	}
-	return p.markExportsNotFound(ctx, gone, now)
+	return kept, p.markExportsNotFound(ctx, gone, now)
 }
 
 // ListExports returns a page of the project's export manifests, newest
@@ -523,7 +518,7 @@ func (s *Store) ListExports(ctx context.Context, slug string, q ExportQuery) (Ex
 			page.Limit = DefaultExportLimit
 		}
 		page.Limit = max(1, min(page.Limit, MaxExportLimit))
-		if err := s.reconcileExports(ctx, p); err != nil {
+		if _, err := s.reconcileExports(ctx, p); err != nil {
 			return err
 		}
 		return p.read(ctx, func(c *conn) error {
@@ -555,7 +550,7 @@ func (s *Store) ListExports(ctx context.Context, slug string, q ExportQuery) (Ex
 func (s *Store) DeleteNotFoundExports(ctx context.Context, slug string) (int, error) {
 	var n int
 	err := s.withWrite(ctx, slug, writeCall{op: OpDeleteNotFoundExports, args: nil, results: []any{&n}}, func(ctx context.Context, p *project) error {
-		if err := s.reconcileExports(ctx, p); err != nil {
+		if _, err := s.reconcileExports(ctx, p); err != nil {
 			return err
 		}
 		return p.write(ctx, func(c *conn) error {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"sync"
-
-	"github.com/ncruces/go-sqlite3"
 )
 
 // exportQuota holds, per project, what the Store knows in memory of the
@@ -68,7 +66,7 @@ func (s *Store) beginExport(ctx context.Context, p *project) (*exportCharge, err
 	ch := &exportCharge{q: q, slug: p.slug, max: s.opts.MaxExportBytes, u: u, since: u.recorded}
 	q.mu.Unlock()
 
-	kept, err := s.keptExportBytes(ctx, p)
+	kept, err := s.reconcileExports(ctx, p) // expired files removed first
 	if err != nil {
 		ch.end(false)
 		return nil, err
@@ -87,23 +85,6 @@ func (s *Store) beginExport(ctx context.Context, p *project) (*exportCharge, err
 
 // quotaHint tells what frees room under Options.MaxExportBytes.
 const quotaHint = "room frees as exports expire or as their files are removed"
-
-// keptExportBytes reconciles p's manifests with the disk and returns the
-// size_bytes of the ready ones: the export files the project keeps.
-func (s *Store) keptExportBytes(ctx context.Context, p *project) (int64, error) {
-	if err := s.reconcileExports(ctx, p); err != nil {
-		return 0, err
-	}
-	var kept int64
-	err := p.read(ctx, func(c *conn) error {
-		_, err := c.queryRow(`SELECT coalesce(sum(size_bytes), 0) FROM _pd_exports WHERE status = ?`, []any{ExportStatusReady}, func(st *sqlite3.Stmt) error {
-			kept = st.ColumnInt64(0)
-			return nil
-		})
-		return err
-	})
-	return kept, err
-}
 
 // held is the bytes the project's export files take, as this export sees
 // them: the ready manifests it read, the exports recorded since, and the

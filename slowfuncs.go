@@ -17,9 +17,9 @@ import (
 // hours, and a query or a list (one read token) holds a core that long. On
 // readers and the writer they are replaced by ports of SQLite's own code,
 // with the same answers, that stop with SQLITE_INTERRUPT once the
-// statement's budget has run out (on the writer, which has none: once the
-// write's request has ended). Others of the kind
-// are refused in queries (see sandbox.authorize): the decimal extension's
+// statement's budget has run out (on the writer, a bulk change's
+// Options.WriteTimeout, or its request's end). Others of the kind are
+// refused in queries (see sandbox.authorize): the decimal extension's
 // decimal_mul and decimal_pow2; the regexp extension's matching (an
 // automaton of a state for each character of a pattern of up to
 // MaxLikePattern bytes, over every character of the text: a minute for
@@ -76,7 +76,7 @@ func (c *conn) registerBoundedFunctions() error {
 // after work of the given cost (bytes compared): it looks at the clock
 // once the work counted in *n reaches budgetCheckEvery. The budget is the
 // context SQLite's own interrupt watches (Conn.SetInterrupt): a query's,
-// a list's, or the caller's for other reads.
+// a list's, a bulk change's write budget, or the caller's otherwise.
 func (c *conn) budgetSpent(n *int, cost int) bool {
 	if *n += cost; *n < budgetCheckEvery {
 		return false
