@@ -429,7 +429,7 @@ func (t colType) convertCell(ib *insertBody, c *bodyCell) (sqlValue, error) {
 			}
 		}
 		s := string(num)
-		x, err = t.convertNumber(s, s)
+		x, err = t.convertNumber(s, false)
 	case cellTrue:
 		x, err = t.convert(true)
 	case cellFalse:

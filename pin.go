@@ -8,8 +8,10 @@ import (
 // pinKey is the context key of a pinned project.
 type pinKey struct{}
 
-// pin is a project held open for the operations run with one context.
+// pin is a project held open for the operations run with one context; it
+// is that context (one allocation where context.WithValue adds another).
 type pin struct {
+	context.Context
 	store    *Store
 	p        *project
 	released atomic.Bool
@@ -30,13 +32,22 @@ func (s *Store) Pin(ctx context.Context, slug string) (context.Context, func(), 
 	if err != nil {
 		return ctx, func() {}, busyIfUnavailable(err)
 	}
-	pn := &pin{store: s, p: p}
-	release := func() {
-		if pn.released.CompareAndSwap(false, true) {
-			s.release(p)
-		}
+	pn := &pin{Context: ctx, store: s, p: p}
+	return pn, pn.release, nil
+}
+
+func (pn *pin) Value(key any) any {
+	if key == (pinKey{}) {
+		return pn
 	}
-	return context.WithValue(ctx, pinKey{}, pn), release, nil
+	return pn.Context.Value(key)
+}
+
+// release lets the project go, once.
+func (pn *pin) release() {
+	if pn.released.CompareAndSwap(false, true) {
+		pn.store.release(pn.p)
+	}
 }
 
 // pinned returns the project that ctx pinned, if it is the Store's project

@@ -23,6 +23,27 @@ func TestPin(t *testing.T) {
 		}
 		return s
 	}
+	t.Run("PinAndCallerKeepTheParentContext", func(t *testing.T) {
+		is := is.New(t)
+		s := newStore(t)
+		type key struct{}
+		parent, cancel := context.WithCancel(context.WithValue(ctx, key{}, "parent's"))
+		pctx, release, err := s.Pin(parent, "acme")
+		is.NoErr(err)
+		defer release()
+		cctx := WithCaller(pctx, Caller{Project: "acme", TokenID: 7, Role: RoleRead})
+		is.Equal(cctx.Value(key{}), "parent's") // through both
+		_, ok := s.pinned(cctx, "acme")
+		is.True(ok) // the pin, under the caller
+		c, ok := CallerFrom(cctx)
+		is.True(ok)
+		is.Equal(c, Caller{Project: "acme", TokenID: 7, Role: RoleRead})
+		_, ok = CallerFrom(pctx)
+		is.True(!ok) // no caller above it
+		cancel()
+		<-cctx.Done()
+		is.Equal(cctx.Err(), context.Canceled)
+	})
 	t.Run("OperationsUseThePinnedProjectWithoutALookup", func(t *testing.T) {
 		is := is.New(t)
 		s := newStore(t)

@@ -144,18 +144,36 @@ func (c Caller) Authorize(op Operation) error {
 
 type callerKey struct{}
 
+// callerContext is a context carrying a caller: one allocation where
+// context.WithValue takes two (the context and the boxed Caller), and
+// CallerFrom, asked by every operation, copies it without boxing.
+type callerContext struct {
+	context.Context
+	caller Caller
+}
+
+func (cc *callerContext) Value(key any) any {
+	if key == (callerKey{}) {
+		return &cc.caller
+	}
+	return cc.Context.Value(key)
+}
+
 // WithCaller returns a context carrying the caller. Every Store operation
 // run with that context checks the caller may do it on that project; an
 // operation run without a caller is trusted (the embedding application's
 // own call).
 func WithCaller(ctx context.Context, c Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, c)
+	return &callerContext{Context: ctx, caller: c}
 }
 
 // CallerFrom returns the caller that ctx carries, if any.
 func CallerFrom(ctx context.Context) (Caller, bool) {
-	c, ok := ctx.Value(callerKey{}).(Caller)
-	return c, ok
+	c, ok := ctx.Value(callerKey{}).(*Caller)
+	if !ok {
+		return Caller{}, false
+	}
+	return *c, true
 }
 
 // authorize checks the caller in ctx, if any, against the project and op.
@@ -266,7 +284,7 @@ func (s *Store) insertToken(c *conn, req NewToken) (CreatedToken, error) {
 	if err != nil {
 		return CreatedToken{}, err
 	}
-	hash := sha256.Sum256([]byte(secret))
+	hash := secretHash(secret)
 	var expiresArg any
 	if expires != nil {
 		expiresArg = expires.Time
@@ -371,12 +389,13 @@ func (s *Store) Authenticate(ctx context.Context, slug, secret string) (Caller, 
 		if !strings.HasPrefix(secret, tokenPrefix) {
 			return errorf(ErrInvalidToken, "the token is not a Project API Token")
 		}
-		hash := sha256.Sum256([]byte(secret))
+		hash := secretHash(secret)
 		now := s.now()
 		tok, cached, gen := p.tokens.lookup(hash, now)
 		if !cached {
+			key := hash // only a token read from the database moves its hash to the heap
 			var err error
-			if tok, err = p.readToken(ctx, tokenBySecret, hash[:]); err != nil {
+			if tok, err = p.readToken(ctx, tokenBySecret, key[:]); err != nil {
 				return err
 			}
 		}
@@ -391,6 +410,17 @@ func (s *Store) Authenticate(ctx context.Context, slug, secret string) (Caller, 
 		return nil
 	})
 	return caller, err
+}
+
+// secretHash is the SHA-256 of a token's secret, stored and looked up in
+// its place. A secret of the usual length is hashed from the stack: every
+// authenticated request hashes one.
+func secretHash(secret string) [sha256.Size]byte {
+	var buf [128]byte
+	if len(secret) > len(buf) {
+		return sha256.Sum256([]byte(secret))
+	}
+	return sha256.Sum256(append(buf[:0], secret...))
 }
 
 // recheckCaller checks again that the token of the caller in ctx, if any,

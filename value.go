@@ -81,7 +81,7 @@ func (t colType) convert(v any) (any, error) {
 		}
 		return nil, errValue(t, strconv.FormatBool(x))
 	case json.Number:
-		return t.convertNumber(string(x), x.String())
+		return t.convertNumber(string(x), false)
 	case string:
 		return t.convertString(x)
 	case int:
@@ -92,7 +92,7 @@ func (t colType) convert(v any) (any, error) {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, errValue(t, "a non-finite number")
 		}
-		return t.convertNumber(strconv.FormatFloat(x, 'g', -1, 64), strconv.FormatFloat(x, 'g', -1, 64))
+		return t.convertNumber(strconv.FormatFloat(x, 'g', -1, 64), false)
 	case time.Time:
 		switch t {
 		case TypeDatetime:
@@ -159,37 +159,48 @@ func (t colType) convertInt(n int64) (any, error) {
 	return nil, errValue(t, strconv.FormatInt(n, 10))
 }
 
-// convertNumber converts the text of a JSON number.
-func (t colType) convertNumber(num, shown string) (any, error) {
+// convertNumber converts the text of a number: a JSON number, or text
+// that holds one (quoted), which an error shows as text. The error's text
+// is made only on error: a key in a request's path is quoted text.
+func (t colType) convertNumber(num string, quoted bool) (any, error) {
 	switch t {
 	case TypeText:
 		return num, nil
 	case TypeReal:
-		return t.convertFloat(num, shown)
+		return t.convertFloat(num, quoted)
 	case TypeInteger, TypeBoolean:
 		n, ok := exactInt(num)
 		if !ok || (t == TypeBoolean && n != 0 && n != 1) {
-			return nil, errValue(t, shown)
+			return nil, errValue(t, shownNumber(num, quoted))
 		}
 		return n, nil
 	case TypeNumeric:
 		if n, ok := exactInt(num); ok {
 			return n, nil
 		}
-		return t.convertFloat(num, shown)
+		return t.convertFloat(num, quoted)
 	}
-	return nil, errValue(t, shown)
+	return nil, errValue(t, shownNumber(num, quoted))
 }
 
 // convertFloat converts a number a float64 holds exactly (see exactFloat).
-func (t colType) convertFloat(num, shown string) (any, error) {
+func (t colType) convertFloat(num string, quoted bool) (any, error) {
 	if f, ok := exactFloat(num); ok {
 		return f, nil
 	}
 	if _, err := strconv.ParseFloat(num, 64); err == nil {
-		return nil, errorf(ErrInvalidColumnValue, "%s would lose digits in a %s column", shown, t)
+		return nil, errorf(ErrInvalidColumnValue, "%s would lose digits in a %s column", shownNumber(num, quoted), t)
 	}
-	return nil, errValue(t, shown)
+	return nil, errValue(t, shownNumber(num, quoted))
+}
+
+// shownNumber is how an error shows the text of a number (see
+// convertNumber).
+func shownNumber(num string, quoted bool) string {
+	if quoted {
+		return strconv.Quote(truncate(num))
+	}
+	return num
 }
 
 // convertString converts text, which numeric columns accept when it is a
@@ -220,7 +231,7 @@ func (t colType) convertString(s string) (any, error) {
 	if !isJSONNumber(s) {
 		return nil, errValue(t, strconv.Quote(truncate(s)))
 	}
-	return t.convertNumber(s, strconv.Quote(truncate(s)))
+	return t.convertNumber(s, true)
 }
 
 // iso8601Strict reports whether s, which time.Parse took with one of

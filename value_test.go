@@ -75,6 +75,32 @@ func TestLossyNumbersAreRefused(t *testing.T) {
 	})
 }
 
+// A number that does not fit is shown as it came: text quoted, a number
+// bare.
+func TestRefusedNumbersAreShownAsSent(t *testing.T) {
+	s := valuesStore(t)
+	cases := []struct {
+		name string
+		row  projectdata.Row
+		want string
+	}{
+		{"Text", rows(t, `{"i": "1.5"}`)[0], `"1.5" does not fit column type INTEGER`},
+		{"Number", rows(t, `{"i": 1.5}`)[0], `1.5 does not fit column type INTEGER`},
+		{"TextLosingDigits", rows(t, `{"r": "9007199254740993"}`)[0], `"9007199254740993" would lose digits in a REAL column`},
+		{"NumberLosingDigits", rows(t, `{"r": 9007199254740993}`)[0], `9007199254740993 would lose digits in a REAL column`},
+		{"GoFloat", projectdata.Row{"b": 2.0}, `2 does not fit column type BOOLEAN`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := s.Insert(ctx, "acme", "v", []projectdata.Row{c.row})
+			pdtest.Code(t, err, projectdata.ErrInvalidColumnValue)
+			if !strings.HasSuffix(err.Error(), c.want) {
+				t.Fatalf("error %q, want it to end in %q", err, c.want)
+			}
+		})
+	}
+}
+
 func TestDatetimeIsCanonicalUTC(t *testing.T) {
 	s := valuesStore(t)
 	cases := []struct{ in, stored string }{

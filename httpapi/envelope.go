@@ -160,7 +160,7 @@ func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, 
 			Meta:      env.Meta,
 		})
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	setHeader(w, "Content-Type", &x.contentTypeHeader, "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }
@@ -184,12 +184,12 @@ func appendEnvelope(buf *bytes.Buffer, env *envelope) error {
 		return err
 	}
 	buf.WriteString(`,"request_id":`)
-	if err := appendJSON(buf, env.RequestID); err != nil {
+	if err := appendJSONString(buf, env.RequestID); err != nil {
 		return err
 	}
 	if env.OperationKey != nil {
 		buf.WriteString(`,"operation_key":`)
-		if err := appendJSON(buf, *env.OperationKey); err != nil {
+		if err := appendJSONString(buf, *env.OperationKey); err != nil {
 			return err
 		}
 	}
@@ -199,7 +199,7 @@ func appendEnvelope(buf *bytes.Buffer, env *envelope) error {
 	} {
 		if f.value != "" {
 			buf.WriteString(f.name)
-			if err := appendJSON(buf, f.value); err != nil {
+			if err := appendJSONString(buf, f.value); err != nil {
 				return err
 			}
 		}
@@ -225,9 +225,7 @@ func appendJSON(buf *bytes.Buffer, v any) error {
 		return nil
 	case string:
 		if isPlainJSON(v) {
-			buf.WriteByte('"')
-			buf.WriteString(v)
-			buf.WriteByte('"')
+			appendPlainString(buf, v)
 			return nil
 		}
 	}
@@ -238,6 +236,23 @@ func appendJSON(buf *bytes.Buffer, v any) error {
 	}
 	buf.Truncate(buf.Len() - 1) // Encode's newline
 	return nil
+}
+
+// appendJSONString is appendJSON of a string, which it boxes only when
+// the string needs escaping.
+func appendJSONString(buf *bytes.Buffer, s string) error {
+	if isPlainJSON(s) {
+		appendPlainString(buf, s)
+		return nil
+	}
+	return appendJSON(buf, s)
+}
+
+// appendPlainString writes s, which needs no escaping, as a JSON string.
+func appendPlainString(buf *bytes.Buffer, s string) {
+	buf.WriteByte('"')
+	buf.WriteString(s)
+	buf.WriteByte('"')
 }
 
 // isPlainJSON reports whether s needs no escaping in a JSON string (as
