@@ -50,6 +50,7 @@ type project struct {
 	readers  []*conn // idle readers
 	closed   bool    // guarded by rmu
 	sweeping bool    // sweepParked is due; guarded by rmu
+	trimming bool    // trimReaders is due; guarded by rmu
 	wal      *walWatch
 
 	schemaMu sync.Mutex
@@ -388,18 +389,57 @@ func (p *project) returnReader(c *conn, healthy bool) {
 	p.rmu.Lock()
 	if healthy && !c.discard && !p.closed {
 		p.readers = append(p.readers, c)
-		if c.parked {
-			c.idleSince = time.Now()
-			if !p.sweeping {
-				p.sweeping = true
-				time.AfterFunc(parkedIdle, p.sweepParked)
-			}
+		c.idleSince = time.Now()
+		if c.parked && !p.sweeping {
+			p.sweeping = true
+			time.AfterFunc(parkedIdle, p.sweepParked)
+		}
+		if len(p.readers) > 1 && !p.trimming {
+			p.trimming = true
+			time.AfterFunc(p.store.opts.readerIdle, p.trimReaders)
 		}
 		p.rmu.Unlock()
 		return
 	}
 	p.rmu.Unlock()
 	c.close()
+}
+
+// defaultReaderIdle is how long a reader may stay idle in the pool before
+// it is closed, unless it is the pool's most recently used: each reader is
+// a SQLite instance whose memory (its page cache, up to some 2 MB) only
+// closing gives back, and a project's reads come in bursts. Reopening one
+// costs under a millisecond.
+const defaultReaderIdle = 30 * time.Second
+
+// trimReaders closes the readers idle in the pool for the reader idle time
+// (see defaultReaderIdle), all but the most recently used, and comes back
+// for the others while more than one is left.
+func (p *project) trimReaders() {
+	idle := p.store.opts.readerIdle
+	p.rmu.Lock()
+	if p.closed {
+		p.trimming = false
+		p.rmu.Unlock()
+		return
+	}
+	// The pool is a stack: readers go back on top, so the idlest are
+	// first, and the last is the most recently used.
+	now := time.Now()
+	n := 0
+	for n < len(p.readers)-1 && now.Sub(p.readers[n].idleSince) >= idle {
+		n++
+	}
+	closing := slices.Clone(p.readers[:n])
+	p.readers = slices.Delete(p.readers, 0, n)
+	p.trimming = len(p.readers) > 1
+	if p.trimming {
+		time.AfterFunc(idle-now.Sub(p.readers[0].idleSince), p.trimReaders)
+	}
+	p.rmu.Unlock()
+	for _, c := range closing {
+		c.close()
+	}
 }
 
 // conn is one SQLite connection with a cache of prepared statements. A conn

@@ -129,7 +129,8 @@ type Options struct {
 	// pages, and its writer does past 2,000 (see checkpoint.go).
 	ReplicatorCheckpoints bool
 
-	changeLogOff bool // benchmarks only: write no change log
+	changeLogOff bool          // benchmarks only: write no change log
+	readerIdle   time.Duration // tests only; zero: defaultReaderIdle
 }
 
 // defaultMaxInsertRows is the zero value of Options.MaxInsertRows.
@@ -155,6 +156,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxReadersPerProject <= 0 {
 		r.MaxReadersPerProject = 4
+	}
+	if r.readerIdle <= 0 {
+		r.readerIdle = defaultReaderIdle
 	}
 	if r.MaxExportsPerProject <= 0 {
 		r.MaxExportsPerProject = 2
