@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,9 +47,11 @@ import (
 // create_one_keyed pairs creates that carry a fresh Idempotency-Key with
 // the same creates without one instead of the bare handler: x_nokey is
 // the ratio of the rates, cpu_x_nokey of the process's CPU time per
-// request (server and clients; steadier on a shared machine). ns/op
-// counts both sides of a pair. The last sub-benchmark reports the
-// process's resident memory after the run (server and clients).
+// request (server and clients; steadier on a shared machine). cpu_us and
+// bare_cpu_us are that CPU time per request of each side of a pair with the
+// bare handler. ns/op counts both sides of a pair. The last sub-benchmark
+// reports the process's resident memory after the run (server and
+// clients), and how much of it is Go's.
 
 var loadRounds = flag.Int("load.rounds", 1, "rounds of the load benchmark's workloads")
 
@@ -289,6 +292,8 @@ func BenchmarkLoad(b *testing.B) {
 		b.ReportMetric(w.rate, "req/s")
 		b.ReportMetric(base.rate, "bare_req/s")
 		b.ReportMetric(w.rate/base.rate, "x_bare")
+		b.ReportMetric(w.cpu.Seconds()*1e6/float64(b.N), "cpu_us")
+		b.ReportMetric(base.cpu.Seconds()*1e6/float64(b.N), "bare_cpu_us")
 	}
 	for round := range *loadRounds {
 		b.Run(fmt.Sprintf("round%d/get_by_id", round), func(b *testing.B) {
@@ -365,6 +370,13 @@ func BenchmarkLoad(b *testing.B) {
 		rss, hwm := memoryStatus()
 		b.ReportMetric(rss, "MB_rss")
 		b.ReportMetric(hwm, "MB_peak")
+		// What of it is Go's: the heap in use, the heap free but not
+		// yet given back to the system, and goroutine stacks.
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "MB_go_heap")
+		b.ReportMetric(float64(ms.HeapIdle-ms.HeapReleased)/(1<<20), "MB_go_idle")
+		b.ReportMetric(float64(ms.StackInuse)/(1<<20), "MB_go_stacks")
 	})
 }
 
