@@ -49,7 +49,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"serve", "[-addr ADDR] [-data DIR] [-metrics=false] [-max-conns N] [-replica URL] [-litestream BIN] [-shutdown-delay DURATION]", "serve the HTTP API until SIGINT or SIGTERM", runServe},
+		{"serve", "[-addr ADDR] [-data DIR] [-metrics=false] [-max-conns N] [-replica URL] [-litestream BIN] [-shutdown-delay DURATION] [-limit NAME=VALUE]...", "serve the HTTP API until SIGINT or SIGTERM", runServe},
 		{"project create", "[-data DIR] [-name NAME] SLUG", "create a project; print its first admin token", projectCreate},
 		{"project list", "[-data DIR]", "list the projects", projectList},
 		{"project restore", "[-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] [-litestream BIN] SLUG", "restore a project from a snapshot file or a Litestream replica", projectRestore},
@@ -242,6 +242,9 @@ func printUsage(fs *flag.FlagSet, w io.Writer) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+	if fs.Lookup("limit") != nil {
+		printServiceLimits(w)
+	}
 }
 
 // usageLine is "usage: server COMMAND SYNOPSIS".

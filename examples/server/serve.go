@@ -47,6 +47,7 @@ type serveConfig struct {
 	// litestream is the Litestream binary for replica (default: on PATH).
 	litestream    string
 	shutdownDelay time.Duration
+	limits        serviceLimits // -limit, repeated
 }
 
 func (c *serveConfig) flags(name string) *flag.FlagSet {
@@ -57,6 +58,7 @@ func (c *serveConfig) flags(name string) *flag.FlagSet {
 	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "connections served at once; more wait in the kernel's backlog")
 	fs.StringVar(&c.replica, "replica", "", "replicate every project with Litestream to this URL (s3://BUCKET/PATH?endpoint=…&region=…&force-path-style=true, or file:///PATH)")
 	fs.StringVar(&c.litestream, "litestream", "", "litestream binary for -replica (default: litestream on PATH)")
+	fs.Var(&c.limits, "limit", "one of the service's bounds, as NAME=VALUE (listed below); repeat it for each")
 	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGINT or SIGTERM, go on serving this long with /healthz answering 503 (and no keep-alive) before draining, so that a load balancer stops sending requests first; a second signal ends the server at once")
 	return fs
 }
@@ -105,7 +107,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	ln := newBoundedListener(tcp, cfg.maxConns, logger)
 	defer ln.Close()
 	// Under Litestream, checkpoints are Litestream's (see replica.go).
-	store, err := projectdata.Open(cfg.data, &projectdata.Options{Logger: logger, ReplicatorCheckpoints: replica != nil})
+	storeOpts := cfg.limits.store
+	storeOpts.Logger, storeOpts.ReplicatorCheckpoints = logger, replica != nil
+	store, err := projectdata.Open(cfg.data, &storeOpts)
 	if err != nil {
 		return err
 	}
@@ -129,7 +133,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 			return err
 		}
 	}
-	opts := &httpapi.Options{Logger: accessLog}
+	opts := &cfg.limits.api
+	opts.Logger = accessLog
 	if cfg.metrics {
 		opts.Metrics = prommetrics.New(store)
 	}
