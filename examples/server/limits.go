@@ -71,34 +71,26 @@ func (l *serviceLimits) Set(s string) error {
 func (l *serviceLimits) String() string { return "" }
 
 func intLimit(field func(*serviceLimits) *int) func(*serviceLimits, string) error {
-	return func(l *serviceLimits, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return fmt.Errorf("want a whole number, 0 or more, not %q", v)
-		}
-		*field(l) = n
-		return nil
-	}
+	return numberLimit(field, strconv.Atoi, "a whole number,")
 }
 
 func int64Limit(field func(*serviceLimits) *int64) func(*serviceLimits, string) error {
-	return func(l *serviceLimits, v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return fmt.Errorf("want a number of bytes, 0 or more, not %q", v)
-		}
-		*field(l) = n
-		return nil
-	}
+	return numberLimit(field, func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }, "a number of bytes,")
 }
 
 func durationLimit(field func(*serviceLimits) *time.Duration) func(*serviceLimits, string) error {
+	return numberLimit(field, time.ParseDuration, "a duration, such as 2s,")
+}
+
+// numberLimit sets the option field returns to the value parse reads,
+// which must be 0 or more; want says what it takes.
+func numberLimit[T int | int64 | time.Duration](field func(*serviceLimits) *T, parse func(string) (T, error), want string) func(*serviceLimits, string) error {
 	return func(l *serviceLimits, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return fmt.Errorf("want a duration, such as 2s, 0 or more, not %q", v)
+		n, err := parse(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("want %s 0 or more, not %q", want, v)
 		}
-		*field(l) = d
+		*field(l) = n
 		return nil
 	}
 }
