@@ -294,7 +294,8 @@ func (h *Handler) body(r *http.Request) (io.Reader, error) {
 			return nil, errorf(projectdata.ErrUnsupportedMediaType, "send the body without a content coding, not %.40q", ce)
 		}
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	// The usual type needs no parsing (ParseMediaType makes a map).
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
 		mt, params, err := mime.ParseMediaType(ct)
 		charset, hasCharset := params["charset"]
 		switch {
