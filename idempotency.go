@@ -363,6 +363,13 @@ type inFlightKeys struct {
 	keys map[idempotencyScope]struct{}
 	// prunedAt is when expired answers were last pruned.
 	prunedAt time.Time
+	// pruneBehind: the last prune stopped at its bound (pruneBatches
+	// transactions that each deleted answers), so expired answers may be
+	// left, and the next keyed write prunes again without waiting for the
+	// minute. Storage then stays
+	// bounded whatever the rate of keyed writes: each prune deletes up to
+	// pruneBatch * pruneBatches answers, a write stores one.
+	pruneBehind bool
 }
 
 // begin adds scope; false when it is already in flight.
@@ -385,21 +392,30 @@ func (f *inFlightKeys) end(scope idempotencyScope) {
 	f.mu.Unlock()
 }
 
-// pruneDue reports whether a minute has passed since the last prune, and
-// if so starts a new period.
+// pruneDue reports whether a minute has passed since the last prune, or
+// that prune fell behind, and if so starts a new prune: until it ends
+// (prunedBehind), no other is due.
 func (f *inFlightKeys) pruneDue(now time.Time) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if now.Sub(f.prunedAt) < time.Minute && !now.Before(f.prunedAt) {
+	if !f.pruneBehind && now.Sub(f.prunedAt) < time.Minute && !now.Before(f.prunedAt) {
 		return false
 	}
 	f.prunedAt = now
+	f.pruneBehind = false
 	return true
+}
+
+// prunedBehind records that the prune just ended stopped at its bound.
+func (f *inFlightKeys) prunedBehind() {
+	f.mu.Lock()
+	f.pruneBehind = true
+	f.mu.Unlock()
 }
 
 // pruneBatch bounds the answers one transaction deletes, so that pruning
 // never holds the write lock for long; pruneBatches bounds the
-// transactions of one prune (the rest waits for the next minute).
+// transactions of one prune (the next keyed write prunes the rest).
 const (
 	pruneBatch   = 256
 	pruneBatches = 16
@@ -415,8 +431,9 @@ const (
 var pruneOldest = `DELETE FROM _pd_idempotency WHERE id IN
 	(SELECT id FROM _pd_idempotency ORDER BY id LIMIT ` + strconv.Itoa(pruneBatch) + `) AND expires_at <= ?`
 
-// pruneAnswers deletes expired answers, at most once a minute per project,
-// in small transactions that let other writers in between.
+// pruneAnswers deletes expired answers, once a minute per project or
+// sooner while pruning is behind (see inFlightKeys.pruneBehind), in small
+// transactions that let other writers in between.
 func (s *Store) pruneAnswers(ctx context.Context, p *project) {
 	now := s.now()
 	if !p.idempotency.pruneDue(now) {
@@ -453,6 +470,7 @@ func (s *Store) pruneAnswers(ctx context.Context, p *project) {
 			return
 		}
 	}
+	p.idempotency.prunedBehind()
 }
 
 // errAnswerFound is how the write of an idempotent operation stops when it

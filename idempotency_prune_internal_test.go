@@ -82,6 +82,28 @@ func TestIdempotencyPruning(t *testing.T) {
 		pt.prune()
 		is.Equal(pt.keys(t), []string{"live0", "live1"})
 	})
+	t.Run("APruneThatFellBehindGoesOnAtTheNextKeyedWrite", func(t *testing.T) {
+		// Keyed writes faster than one prune a minute deletes must not
+		// leave expired answers to pile up.
+		is := is.New(t)
+		pt := newPruneTest(t)
+		const most = pruneBatch * pruneBatches
+		now := pt.clk.Now()
+		pt.seed(t, "old", 2*most+10, now.Add(-time.Minute))
+		pt.prune()
+		is.Equal(len(pt.keys(t)), most+10)
+		insert := func(key string) {
+			_, err := pt.s.Insert(WithIdempotencyKey(context.Background(), key), "acme", "items", []Row{{"qty": 1}})
+			is.NoErr(err)
+		}
+		insert("a") // within the minute: pruning was behind
+		is.Equal(len(pt.keys(t)), 10+1)
+		insert("b") // behind again: the last prune's batches were all full
+		is.Equal(pt.keys(t), []string{"a", "b"})
+		pt.seed(t, "late", 3, now.Add(-time.Minute))
+		insert("c") // caught up: the next prune waits for the minute
+		is.Equal(len(pt.keys(t)), 6)
+	})
 	t.Run("ALiveAnswerAheadDoesNotHoldBackTheExpiredBehindIt", func(t *testing.T) {
 		is := is.New(t)
 		pt := newPruneTest(t)
