@@ -36,12 +36,12 @@ func changeQuery(q url.Values) (pd.ChangeQuery, error) {
 	return cq, nil
 }
 
-func (h *Handler) listChanges(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) listChanges(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	cq, err := changeQuery(r.URL.Query())
 	if err != nil {
 		return 0, nil, err
 	}
-	page, err := h.store.ListChanges(r.Context(), ps.ByName("project"), cq)
+	page, err := h.store.ListChanges(ctx, ps.ByName("project"), cq)
 	return http.StatusOK, page, err
 }
 
@@ -53,13 +53,13 @@ func (h *Handler) listChanges(r *http.Request, ps httprouter.Params) (int, any, 
 // end the stream with an "error" event. The stream's follower has ended
 // when the handler returns, so that its place among the token's streams
 // is free at once.
-func (h *Handler) streamChanges(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+func (h *Handler) streamChanges(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	slug := ps.ByName("project")
 	cq, err := changeQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	switch last := r.Header.Get("Last-Event-ID"); {
 	case last != "":

@@ -145,10 +145,7 @@ func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, 
 		env.OperationRunID, env.OperationGroupingStatus = x.opRunID, x.opGrouping
 	}
 	env.Meta.GeneratedAt = projectdata.Timestamp{Time: h.opts.Now()}
-	buf, _ := h.bodies.Get().(*bytes.Buffer)
-	if buf == nil {
-		buf = new(bytes.Buffer)
-	}
+	buf := h.getBody()
 	defer h.putBody(buf)
 	if err := appendEnvelope(buf, &env); err != nil {
 		h.log.Error("encode response", "request_id", x.requestID, "err", err)
@@ -167,9 +164,10 @@ func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, 
 
 // appendEnvelope writes env as json.NewEncoder(buf).Encode(env) would (the
 // bytes of json.Marshal and a newline) without reflecting over the
-// envelope: data that is a json.RawMessage (a record read straight from
-// SQLite: compact, HTML-escaped, as encoding/json writes it) is copied as
-// it is, other data is encoded by encoding/json.
+// envelope: data that is a *bytes.Buffer (JSON the Store appended, a
+// record read straight from SQLite: compact, HTML-escaped, as
+// encoding/json writes it) is copied as it is, other data is encoded by
+// encoding/json.
 func appendEnvelope(buf *bytes.Buffer, env *envelope) error {
 	buf.WriteString(`{"ok":`)
 	buf.WriteString(strconv.FormatBool(env.OK))
@@ -216,12 +214,8 @@ func appendJSON(buf *bytes.Buffer, v any) error {
 	case nil:
 		buf.WriteString("null")
 		return nil
-	case json.RawMessage:
-		if v == nil {
-			buf.WriteString("null")
-		} else {
-			buf.Write(v)
-		}
+	case *bytes.Buffer: // JSON the Store appended (see Handler.getBody)
+		buf.Write(v.Bytes())
 		return nil
 	case string:
 		if isPlainJSON(v) {
@@ -270,6 +264,19 @@ func isPlainJSON(s string) bool {
 // maxPooledBody is the largest buffer kept for reuse: a rare large answer
 // does not pin its memory.
 const maxPooledBody = 64 << 10
+
+// getBody returns an empty pooled buffer for a response, or for an
+// answer's data as JSON that the Store appends (a record read straight
+// from SQLite's columns, say: the bytes encoding/json would write). An
+// endpoint returns the latter as its data: the envelope copies it, and
+// handle gives it back. It is filled with Go's idiom for appending to a
+// buffer: buf.Write(appendX(buf.AvailableBuffer(), ...)).
+func (h *Handler) getBody() *bytes.Buffer {
+	if buf, _ := h.bodies.Get().(*bytes.Buffer); buf != nil {
+		return buf
+	}
+	return new(bytes.Buffer)
+}
 
 // putBody gives a response buffer back for reuse.
 func (h *Handler) putBody(b *bytes.Buffer) {

@@ -17,6 +17,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -272,32 +273,35 @@ func randomID(prefix string) string {
 
 // endpoint is one route's handler: it gets the request with the caller in
 // its context and returns the success status and data, or an error.
-type endpoint func(r *http.Request, ps httprouter.Params) (status int, data any, err error)
+type endpoint func(ctx context.Context, r *http.Request, ps httprouter.Params) (status int, data any, err error)
 
 // streamEndpoint is a route's handler that writes its own response body (a
 // file), or returns an error before writing anything.
-type streamEndpoint func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error
+type streamEndpoint func(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params) error
 
 // handle registers a route that needs a token allowed to do op and answers
 // with the envelope. A query parameter the route's entry in apiRoutes does
 // not list, or one given twice, is refused before fn runs.
 func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpoint) {
 	params := queryParams(method, path)
-	h.register(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
+	h.register(method, path, h.guard(path, op, func(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
 		status, data, err := 0, any(nil), knownQuery(r, params)
 		if err == nil {
-			status, data, err = fn(r, ps)
+			status, data, err = fn(ctx, r, ps)
 		}
 		if ir, ok := r.Body.(*idempotentRequest); ok && err != nil && !ir.fingerprinted {
 			// Refused before the Store ran the operation (its body, say):
 			// the refusal is the key's answer all the same.
-			err = h.store.RefuseIdempotent(r.Context(), ps.ByName("project"), op, err)
+			err = h.store.RefuseIdempotent(ctx, ps.ByName("project"), op, err)
 		}
 		if err != nil {
 			h.writeError(w, r, x, err)
-			return
+		} else {
+			h.writeData(w, x, status, data)
 		}
-		h.writeData(w, x, status, data)
+		if buf, ok := data.(*bytes.Buffer); ok {
+			h.putBody(buf)
+		}
 	}))
 }
 
@@ -306,10 +310,10 @@ func (h *Handler) handle(method, path string, op projectdata.Operation, fn endpo
 // parameters are checked as handle's are.
 func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn streamEndpoint) {
 	params := queryParams(method, path)
-	h.register(method, path, h.guard(path, op, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
+	h.register(method, path, h.guard(path, op, func(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
 		err := knownQuery(r, params)
 		if err == nil {
-			err = fn(w, r, ps)
+			err = fn(ctx, w, r, ps)
 		}
 		if err != nil {
 			h.writeError(w, r, x, err)
@@ -342,7 +346,7 @@ func (h *Handler) register(method, path string, handle httprouter.Handle) {
 // (the router did it), project, token, role, operation and idempotency
 // headers; then serve
 // handles the body and the operation, with the caller in the context.
-func (h *Handler) guard(route string, op projectdata.Operation, serve func(http.ResponseWriter, *http.Request, httprouter.Params, *exchange)) httprouter.Handle {
+func (h *Handler) guard(route string, op projectdata.Operation, serve func(context.Context, http.ResponseWriter, *http.Request, httprouter.Params, *exchange)) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		noteRoute(w, route)
 		unescapeParams(ps)
@@ -360,8 +364,9 @@ func (h *Handler) guard(route string, op projectdata.Operation, serve func(http.
 		if err == nil {
 			var body io.ReadCloser
 			ctx, body, err = h.withIdempotency(ctx, w, r)
-			r = r.WithContext(ctx)
 			if body != nil {
+				// A handler may not change the request it was given.
+				r = r.WithContext(ctx)
 				r.Body = body
 			}
 		}
@@ -369,7 +374,7 @@ func (h *Handler) guard(route string, op projectdata.Operation, serve func(http.
 			h.writeError(w, r, x, err)
 			return
 		}
-		serve(w, r, ps, x)
+		serve(ctx, w, r, ps, x)
 	}
 }
 

@@ -1,7 +1,7 @@
 package httpapi
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"io"
 	"mime"
@@ -61,12 +61,12 @@ func (h *Handler) routes() {
 	h.handleStream(http.MethodGet, p+"/changes/stream", pd.OpListChanges, h.streamChanges)
 }
 
-func (h *Handler) getProject(r *http.Request, ps httprouter.Params) (int, any, error) {
-	proj, n, err := h.store.GetProject(r.Context(), ps.ByName("project"))
+func (h *Handler) getProject(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
+	proj, n, err := h.store.GetProject(ctx, ps.ByName("project"))
 	return http.StatusOK, map[string]any{"project": proj, "table_count": n}, err
 }
 
-func (h *Handler) renameProject(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) renameProject(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	var body struct {
 		ProjectName any `json:"project_name"` // a string; anything else is invalid_project_name
 	}
@@ -77,11 +77,11 @@ func (h *Handler) renameProject(r *http.Request, ps httprouter.Params) (int, any
 	if !ok {
 		return 0, nil, errorf(pd.ErrInvalidProjectName, "project_name is required: a non-empty string")
 	}
-	proj, err := h.store.RenameProject(r.Context(), ps.ByName("project"), name)
+	proj, err := h.store.RenameProject(ctx, ps.ByName("project"), name)
 	return http.StatusOK, map[string]any{"project": proj}, err
 }
 
-func (h *Handler) createToken(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) createToken(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	var body struct {
 		TokenName string  `json:"token_name"`
 		TokenType any     `json:"token_type"` // absent or null: the default
@@ -107,26 +107,26 @@ func (h *Handler) createToken(r *http.Request, ps httprouter.Params) (int, any, 
 		}
 		req.ExpiresAt = &t
 	}
-	tok, err := h.store.CreateToken(r.Context(), ps.ByName("project"), req)
+	tok, err := h.store.CreateToken(ctx, ps.ByName("project"), req)
 	return http.StatusCreated, map[string]any{"token": tok}, err
 }
 
-func (h *Handler) listTokens(r *http.Request, ps httprouter.Params) (int, any, error) {
-	toks, err := h.store.ListTokens(r.Context(), ps.ByName("project"))
+func (h *Handler) listTokens(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
+	toks, err := h.store.ListTokens(ctx, ps.ByName("project"))
 	return http.StatusOK, map[string]any{"tokens": toks}, err
 }
 
-func (h *Handler) revokeToken(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) revokeToken(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	id, err := strconv.ParseInt(ps.ByName("token_id"), 10, 64)
 	if err != nil {
 		return 0, nil, errorf(pd.ErrTokenNotFound, "token %.40q does not exist", ps.ByName("token_id"))
 	}
-	tok, err := h.store.RevokeToken(r.Context(), ps.ByName("project"), id)
+	tok, err := h.store.RevokeToken(ctx, ps.ByName("project"), id)
 	return http.StatusOK, map[string]any{"token": tok}, err
 }
 
-func (h *Handler) listTables(r *http.Request, ps httprouter.Params) (int, any, error) {
-	tables, err := h.store.ListTables(r.Context(), ps.ByName("project"))
+func (h *Handler) listTables(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
+	tables, err := h.store.ListTables(ctx, ps.ByName("project"))
 	return http.StatusOK, map[string]any{"tables": tables}, err
 }
 
@@ -152,7 +152,7 @@ func (c columnBody) def() pd.ColumnDef {
 	}
 }
 
-func (h *Handler) createTable(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) createTable(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	var body struct {
 		TableName   string       `json:"table_name"`
 		DisplayName *string      `json:"display_name"`
@@ -165,78 +165,82 @@ func (h *Handler) createTable(r *http.Request, ps httprouter.Params) (int, any, 
 	for _, c := range body.Columns {
 		def.Columns = append(def.Columns, c.def())
 	}
-	table, cols, err := h.store.CreateTable(r.Context(), ps.ByName("project"), def)
+	table, cols, err := h.store.CreateTable(ctx, ps.ByName("project"), def)
 	return http.StatusCreated, map[string]any{"table": table, "columns": cols}, err
 }
 
-func (h *Handler) updateTable(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) updateTable(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	var upd pd.TableUpdate
 	if _, err := h.decodeBody(r, &upd); err != nil {
 		return 0, nil, err
 	}
-	table, err := h.store.UpdateTable(r.Context(), ps.ByName("project"), ps.ByName("table"), upd)
+	table, err := h.store.UpdateTable(ctx, ps.ByName("project"), ps.ByName("table"), upd)
 	return http.StatusOK, map[string]any{"table": table}, err
 }
 
-func (h *Handler) deleteTable(r *http.Request, ps httprouter.Params) (int, any, error) {
-	name, err := h.store.DeleteTable(r.Context(), ps.ByName("project"), ps.ByName("table"))
+func (h *Handler) deleteTable(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
+	name, err := h.store.DeleteTable(ctx, ps.ByName("project"), ps.ByName("table"))
 	return http.StatusOK, map[string]any{"deleted": true, "table_name": name}, err
 }
 
-func (h *Handler) listColumns(r *http.Request, ps httprouter.Params) (int, any, error) {
-	table, cols, err := h.store.ListColumns(r.Context(), ps.ByName("project"), ps.ByName("table"))
+func (h *Handler) listColumns(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
+	table, cols, err := h.store.ListColumns(ctx, ps.ByName("project"), ps.ByName("table"))
 	return http.StatusOK, map[string]any{"table": table, "columns": cols}, err
 }
 
-func (h *Handler) getColumn(r *http.Request, ps httprouter.Params) (int, any, error) {
-	col, err := h.store.GetColumn(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("column"))
+func (h *Handler) getColumn(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
+	col, err := h.store.GetColumn(ctx, ps.ByName("project"), ps.ByName("table"), ps.ByName("column"))
 	return http.StatusOK, map[string]any{"table": col.TableName, "column": col}, err
 }
 
-func (h *Handler) query(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) query(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	var req pd.QueryRequest
 	if _, err := h.decodeBody(r, &req); err != nil {
 		return 0, nil, err
 	}
 	// The result's JSON is read straight from SQLite's columns (the bytes
 	// encoding/json would write for Query's QueryResult).
-	res, err := h.store.AppendQueryJSON(r.Context(), make([]byte, 0, 1024), ps.ByName("project"), req)
-	return http.StatusOK, json.RawMessage(res), err
+	buf := h.getBody()
+	res, err := h.store.AppendQueryJSON(ctx, buf.AvailableBuffer(), ps.ByName("project"), req)
+	buf.Write(res)
+	return http.StatusOK, buf, err
 }
 
-func (h *Handler) addColumn(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) addColumn(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	var body columnBody
 	if _, err := h.decodeBody(r, &body); err != nil {
 		return 0, nil, err
 	}
-	col, err := h.store.AddColumn(r.Context(), ps.ByName("project"), ps.ByName("table"), body.def())
+	col, err := h.store.AddColumn(ctx, ps.ByName("project"), ps.ByName("table"), body.def())
 	return http.StatusCreated, map[string]any{"table": col.TableName, "column": col}, err
 }
 
-func (h *Handler) updateColumn(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) updateColumn(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	var upd pd.ColumnUpdate
 	if _, err := h.decodeBody(r, &upd); err != nil {
 		return 0, nil, err
 	}
-	col, err := h.store.UpdateColumn(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("column"), upd)
+	col, err := h.store.UpdateColumn(ctx, ps.ByName("project"), ps.ByName("table"), ps.ByName("column"), upd)
 	return http.StatusOK, map[string]any{"table": col.TableName, "column": col}, err
 }
 
-func (h *Handler) insertRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) insertRecords(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	body, err := h.body(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	res, err := h.store.InsertJSON(r.Context(), ps.ByName("project"), ps.ByName("table"), body)
+	res, err := h.store.InsertJSON(ctx, ps.ByName("project"), ps.ByName("table"), body)
 	if err != nil {
 		return 0, nil, err
 	}
 	// The same bytes as encoding/json's, without its reflection.
-	data, err := res.AppendJSON(make([]byte, 0, 64+8*len(res.InsertedIDs)))
-	return http.StatusCreated, json.RawMessage(data), err
+	buf := h.getBody()
+	data, err := res.AppendJSON(buf.AvailableBuffer())
+	buf.Write(data)
+	return http.StatusCreated, buf, err
 }
 
-func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) listRecords(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	q := r.URL.Query()
 	opts := pd.ListOptions{Order: q.Get("order"), After: pd.Cursor(q.Get("after")), Count: pd.CountMode(q.Get("count"))}
 	if err := queryPage(q, &opts.Limit, &opts.Offset); err != nil {
@@ -259,8 +263,10 @@ func (h *Handler) listRecords(r *http.Request, ps httprouter.Params) (int, any, 
 	}
 	// The page's JSON is read straight from SQLite's columns (the bytes
 	// encoding/json would write for ListRecords' RecordList).
-	page, err := h.store.AppendRecordListJSON(r.Context(), make([]byte, 0, 4096), ps.ByName("project"), ps.ByName("table"), opts)
-	return http.StatusOK, json.RawMessage(page), err
+	buf := h.getBody()
+	page, err := h.store.AppendRecordListJSON(ctx, buf.AvailableBuffer(), ps.ByName("project"), ps.ByName("table"), opts)
+	buf.Write(page)
+	return http.StatusOK, buf, err
 }
 
 // splitList splits a comma-separated query parameter (columns, tables)
@@ -321,65 +327,67 @@ func queryPage(q url.Values, limit, offset *int) error {
 	return nil
 }
 
-func (h *Handler) getRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) getRecord(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	// The record's JSON is read straight from SQLite's columns (the bytes
 	// encoding/json would write for FindRecord's record).
-	rec, err := h.store.AppendRecordJSON(r.Context(), make([]byte, 0, 256), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
-	return http.StatusOK, json.RawMessage(rec), err
+	buf := h.getBody()
+	rec, err := h.store.AppendRecordJSON(ctx, buf.AvailableBuffer(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
+	buf.Write(rec)
+	return http.StatusOK, buf, err
 }
 
-func (h *Handler) updateRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) updateRecord(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	var data pd.Row
 	if _, err := h.decodeBody(r, &data); err != nil {
 		return 0, nil, err
 	}
-	rec, err := h.store.UpdateFoundRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"), data)
+	rec, err := h.store.UpdateFoundRecord(ctx, ps.ByName("project"), ps.ByName("table"), ps.ByName("id"), data)
 	return http.StatusOK, rec, err
 }
 
-func (h *Handler) deleteRecord(r *http.Request, ps httprouter.Params) (int, any, error) {
-	res, err := h.store.DeleteRecord(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
+func (h *Handler) deleteRecord(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
+	res, err := h.store.DeleteRecord(ctx, ps.ByName("project"), ps.ByName("table"), ps.ByName("id"))
 	return http.StatusOK, res, err
 }
 
-func (h *Handler) updateRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) updateRecords(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	var upd pd.BulkUpdate
 	if _, err := h.decodeBody(r, &upd); err != nil {
 		return 0, nil, err
 	}
-	res, err := h.store.UpdateRecords(r.Context(), ps.ByName("project"), ps.ByName("table"), upd)
+	res, err := h.store.UpdateRecords(ctx, ps.ByName("project"), ps.ByName("table"), upd)
 	return http.StatusOK, res, err
 }
 
-func (h *Handler) deleteRecords(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) deleteRecords(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	var del pd.BulkDelete
 	if _, err := h.decodeBody(r, &del); err != nil {
 		return 0, nil, err
 	}
-	res, err := h.store.DeleteRecords(r.Context(), ps.ByName("project"), ps.ByName("table"), del)
+	res, err := h.store.DeleteRecords(ctx, ps.ByName("project"), ps.ByName("table"), del)
 	return http.StatusOK, res, err
 }
 
-func (h *Handler) listIndexes(r *http.Request, ps httprouter.Params) (int, any, error) {
-	table, idx, err := h.store.ListIndexes(r.Context(), ps.ByName("project"), ps.ByName("table"))
+func (h *Handler) listIndexes(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
+	table, idx, err := h.store.ListIndexes(ctx, ps.ByName("project"), ps.ByName("table"))
 	return http.StatusOK, map[string]any{"table": table, "indexes": idx}, err
 }
 
-func (h *Handler) createIndex(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) createIndex(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	var req pd.IndexRequest
 	if _, err := h.decodeBody(r, &req); err != nil {
 		return 0, nil, err
 	}
-	idx, err := h.store.CreateIndex(r.Context(), ps.ByName("project"), ps.ByName("table"), req)
+	idx, err := h.store.CreateIndex(ctx, ps.ByName("project"), ps.ByName("table"), req)
 	return http.StatusCreated, map[string]any{"index": idx}, err
 }
 
-func (h *Handler) dropIndex(r *http.Request, ps httprouter.Params) (int, any, error) {
-	name, err := h.store.DropIndex(r.Context(), ps.ByName("project"), ps.ByName("table"), ps.ByName("index"))
+func (h *Handler) dropIndex(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
+	name, err := h.store.DropIndex(ctx, ps.ByName("project"), ps.ByName("table"), ps.ByName("index"))
 	return http.StatusOK, map[string]any{"deleted": true, "index_name": name}, err
 }
 
-func (h *Handler) listExports(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) listExports(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	q := r.URL.Query()
 	eq := pd.ExportQuery{Status: q.Get("status")}
 	if q.Has("status") && eq.Status == "" {
@@ -388,14 +396,14 @@ func (h *Handler) listExports(r *http.Request, ps httprouter.Params) (int, any, 
 	if err := queryPage(q, &eq.Limit, &eq.Offset); err != nil {
 		return 0, nil, err
 	}
-	page, err := h.store.ListExports(r.Context(), ps.ByName("project"), eq)
+	page, err := h.store.ListExports(ctx, ps.ByName("project"), eq)
 	for i := range page.Exports {
 		page.Exports[i].DownloadURL = h.link(r, page.Exports[i].DownloadURL)
 	}
 	return http.StatusOK, page, err
 }
 
-func (h *Handler) createExport(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (h *Handler) createExport(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
 	var body struct {
 		Kind   string `json:"kind"`
 		Table  string `json:"table"`
@@ -410,7 +418,7 @@ func (h *Handler) createExport(r *http.Request, ps httprouter.Params) (int, any,
 	)
 	switch body.Kind {
 	case "", pd.ExportKindTable:
-		exp, err = h.store.CreateExport(r.Context(), ps.ByName("project"), body.Table, body.Format)
+		exp, err = h.store.CreateExport(ctx, ps.ByName("project"), body.Table, body.Format)
 	case pd.ExportKindProject: // a snapshot of the whole database; the Store requires admin
 		switch {
 		case body.Table != "":
@@ -418,7 +426,7 @@ func (h *Handler) createExport(r *http.Request, ps httprouter.Params) (int, any,
 		case body.Format != "" && !strings.EqualFold(body.Format, "sqlite"):
 			err = errorf(pd.ErrInvalidExportFormat, "a project export's format is sqlite, not %.40q", body.Format)
 		default:
-			exp, err = h.store.CreateProjectExport(r.Context(), ps.ByName("project"))
+			exp, err = h.store.CreateProjectExport(ctx, ps.ByName("project"))
 		}
 	default:
 		err = errorf(pd.ErrInvalidRequest, "kind must be %s or %s", pd.ExportKindTable, pd.ExportKindProject)
@@ -427,8 +435,8 @@ func (h *Handler) createExport(r *http.Request, ps httprouter.Params) (int, any,
 	return http.StatusCreated, map[string]any{"export": exp}, err
 }
 
-func (h *Handler) deleteNotFoundExports(r *http.Request, ps httprouter.Params) (int, any, error) {
-	n, err := h.store.DeleteNotFoundExports(r.Context(), ps.ByName("project"))
+func (h *Handler) deleteNotFoundExports(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
+	n, err := h.store.DeleteNotFoundExports(ctx, ps.ByName("project"))
 	return http.StatusOK, map[string]any{
 		"deleted_count": n,
 		"project":       ps.ByName("project"),
@@ -439,8 +447,8 @@ func (h *Handler) deleteNotFoundExports(r *http.Request, ps httprouter.Params) (
 
 // downloadExport streams the export's file itself, not an envelope: its
 // manifest gives the type, name and length, and its sha256 is the ETag.
-func (h *Handler) downloadExport(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	exp, f, err := h.store.OpenExport(r.Context(), ps.ByName("project"), ps.ByName("export"))
+func (h *Handler) downloadExport(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	exp, f, err := h.store.OpenExport(ctx, ps.ByName("project"), ps.ByName("export"))
 	if err != nil {
 		return err
 	}
