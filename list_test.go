@@ -104,7 +104,7 @@ func TestListRecords(t *testing.T) {
 // It returns the rows as inserted, with their ids.
 func walkStore(t *testing.T) (*projectdata.Store, []projectdata.Row) {
 	t.Helper()
-	s, _ := pdtest.NewProject(t, nil)
+	s, _ := pdtest.NewProject(t, &projectdata.Options{QueryTimeout: time.Minute}) // what is tested is not time: a slow machine (-race) too
 	createTable(t, s, "walk",
 		projectdata.ColumnDef{Name: "grp", Type: "INTEGER"},
 		projectdata.ColumnDef{Name: "score", Type: "REAL"},

@@ -546,7 +546,7 @@ func TestRestoreOfADatabaseOpenedDuringTheCopy(t *testing.T) {
 					t.Cleanup(func() { other.Close() }) // as a server would: its log stays beside the file
 				}
 			}
-			dst, dstDir := pdtest.Open(t, nil)
+			dst, dstDir := pdtest.Open(t, &projectdata.Options{QueryTimeout: time.Minute}) // what is tested is not time: a slow machine (-race) too
 			hc := &hookCtx{Context: ctx, n: 20, hook: hook}
 			_, err = dst.RestoreProject(hc, "copy", filepath.Join(srcDir, "acme", "project.db"))
 			is.True(hc.n < 0) // the hook ran

@@ -24,7 +24,9 @@ import (
 // and it restores into a project that serves reads and writes.
 func TestSnapshotUnderMixedLoad(t *testing.T) {
 	is := is.New(t)
-	s, dir := pdtest.Open(t, nil)
+	// What is tested is not time: under load (-race, a slow machine) a
+	// write may wait for the writer past the default QueueTimeout.
+	s, dir := pdtest.Open(t, &projectdata.Options{QueueTimeout: time.Minute, WriteTimeout: time.Minute})
 	_, _, err := s.CreateProject(ctx, "acme", "Acme")
 	is.NoErr(err)
 	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "items", Columns: []projectdata.ColumnDef{
