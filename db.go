@@ -504,7 +504,7 @@ func openConn(path string, readOnly bool, busyTimeout time.Duration) (*conn, err
 	if readOnly {
 		flags = sqlite3.OPEN_READONLY
 	}
-	db, err := sqlite3.OpenFlags(path, flags|sqlite3.OPEN_NOFOLLOW|sqlite3.OPEN_EXRESCODE)
+	db, err := sqlite3.OpenFlags(walBufferURI(path), flags|sqlite3.OPEN_URI|sqlite3.OPEN_NOFOLLOW|sqlite3.OPEN_EXRESCODE)
 	if err != nil {
 		return nil, err
 	}
