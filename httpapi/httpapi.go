@@ -271,8 +271,9 @@ func randomID(prefix string) string {
 	return string(buf[:n+2*len(raw)])
 }
 
-// endpoint is one route's handler: it gets the request with the caller in
-// its context and returns the success status and data, or an error.
+// endpoint is one route's handler: it gets the request and its context,
+// which carries the caller (r.Context() may not), and returns the success
+// status and data, or an error.
 type endpoint func(ctx context.Context, r *http.Request, ps httprouter.Params) (status int, data any, err error)
 
 // streamEndpoint is a route's handler that writes its own response body (a
@@ -344,8 +345,8 @@ func (h *Handler) register(method, path string, handle httprouter.Handle) {
 
 // guard runs the checks every route shares, in the contract's order: route
 // (the router did it), project, token, role, operation and idempotency
-// headers; then serve
-// handles the body and the operation, with the caller in the context.
+// headers; then serve handles the body and the operation, with the caller
+// in the context it is given.
 func (h *Handler) guard(route string, op projectdata.Operation, serve func(context.Context, http.ResponseWriter, *http.Request, httprouter.Params, *exchange)) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		noteRoute(w, route)
