@@ -366,9 +366,9 @@ type inFlightKeys struct {
 	// pruneBehind: the last prune stopped at its bound (pruneBatches
 	// transactions that each deleted answers), so expired answers may be
 	// left, and the next keyed write prunes again without waiting for the
-	// minute. Storage then stays
-	// bounded whatever the rate of keyed writes: each prune deletes up to
-	// pruneBatch * pruneBatches answers, a write stores one.
+	// minute. Storage then stays bounded whatever the rate of keyed
+	// writes: each prune deletes up to pruneBatch * pruneBatches answers,
+	// a write stores one.
 	pruneBehind bool
 }
 
