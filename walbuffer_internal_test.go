@@ -36,9 +36,11 @@ func (f countingFile) WriteAt(p []byte, off int64) (int, error) {
 	return f.File.WriteAt(p, off)
 }
 
-// countingWALBuffer registers (once per name) walBufferVFS over a
-// countingVFS, or the countingVFS alone, and returns its counter.
+// countingVFSes are the VFSes countingWALVFS registered, by name.
 var countingVFSes = map[string]*atomic.Int64{}
+
+// countingWALVFS registers (once per name) walBufferVFS over a
+// countingVFS, or the countingVFS alone, and returns its counter.
 
 func countingWALVFS(name string, buffered bool) *atomic.Int64 {
 	if n, ok := countingVFSes[name]; ok {
@@ -140,9 +142,10 @@ func TestWALBuffer(t *testing.T) {
 		is.Equal(count(t, r), int64(1002))
 	})
 
-	t.Run("ThePathIsTakenAsItIs", func(t *testing.T) {
-		// A path with the characters a URI gives a meaning to opens
-		// the file of that name.
+	t.Run("TheStoreOpensWithItWhateverThePath", func(t *testing.T) {
+		// The Store's connections use the VFS, and a path with the
+		// characters a URI gives a meaning to opens the file of that
+		// name.
 		is := is.New(t)
 		dir := filepath.Join(t.TempDir(), "a b?c#d%20e")
 		is.NoErr(os.Mkdir(dir, 0o700))
@@ -154,6 +157,9 @@ func TestWALBuffer(t *testing.T) {
 		c, err := openConn(path, false, time.Second)
 		is.NoErr(err)
 		defer c.close()
+		name, err := c.db.FileControl("main", sqlite3.FCNTL_VFSNAME)
+		is.NoErr(err)
+		is.Equal(name, walBufferVFSName)
 		is.NoErr(c.exec(`INSERT INTO t (v) VALUES (1)`))
 		_, err = os.Stat(path + "-wal")
 		is.NoErr(err)
