@@ -35,6 +35,11 @@ type jsonStream struct {
 	pos, lim  int
 	rerr      error      // the reader's error, once it returned one (io.EOF at the end)
 	lastDelim json.Delim // the container scalar found instead of a scalar
+	// firstKeys[:nFirst] are the first keys interned, searched in order;
+	// keys holds the ones after them. A body of one small object (a row,
+	// a query) then makes no map.
+	firstKeys [8]string
+	nFirst    int
 	keys      map[string]string
 	rowHint   int // the size of the last row, for the next one's map
 }
@@ -400,14 +405,23 @@ func (js *jsonStream) key() (string, error) {
 		return unquote(raw)
 	}
 	name := raw[1 : len(raw)-1]
+	for _, k := range js.firstKeys[:js.nFirst] {
+		if k == string(name) {
+			return k, nil
+		}
+	}
 	if k, ok := js.keys[string(name)]; ok {
 		return k, nil
 	}
 	k := string(name)
-	if js.keys == nil {
-		js.keys = map[string]string{}
-	}
-	if len(js.keys) < maxInternedKeys {
+	switch {
+	case js.nFirst < len(js.firstKeys):
+		js.firstKeys[js.nFirst] = k
+		js.nFirst++
+	case len(js.keys) < maxInternedKeys-len(js.firstKeys):
+		if js.keys == nil {
+			js.keys = map[string]string{}
+		}
 		js.keys[k] = k
 	}
 	return k, nil
