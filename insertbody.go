@@ -364,7 +364,8 @@ func planBody(t *tableInfo, ib *insertBody) (*insertPlan, error) {
 	cols := make([]*columnInfo, len(ib.keys))
 	places := make([]int32, len(ib.keys))
 	seen := make([]int32, len(t.columns))
-	var buf []colValue
+	var stack [16]colValue // a row's values, without an allocation for most rows
+	buf := stack[:0]
 	for i := range n {
 		buf = buf[:0]
 		sorted := true // by column id, as the plan keeps a row's values

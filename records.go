@@ -432,6 +432,15 @@ type insertPlan struct {
 	// imagesDone, when not nil, is closed when a goroutine of its own
 	// has encoded images (encodeImagesConcurrently).
 	imagesDone chan struct{}
+	// oneRow backs shapes, starts, args and the keys run returns in a
+	// plan of one row of a few values (most writes), which is then one
+	// allocation.
+	oneRow struct {
+		shapes [1]*insertShape
+		starts [2]int
+		args   [8]sqlValue
+		ids    [1]any
+	}
 }
 
 // planInsert checks every row and plans its statement: one statement per
@@ -465,9 +474,13 @@ type planBuilder struct {
 
 // newPlanBuilder starts the plan of n rows of t, of about perRow values each.
 func newPlanBuilder(t *tableInfo, n, perRow int) *planBuilder {
-	return &planBuilder{
-		pl: &insertPlan{t: t, shapes: make([]*insertShape, n), starts: make([]int, n+1), args: make([]sqlValue, 0, n*perRow)},
+	pl := &insertPlan{t: t}
+	if n == 1 && perRow <= len(pl.oneRow.args) {
+		pl.shapes, pl.starts, pl.args = pl.oneRow.shapes[:], pl.oneRow.starts[:], pl.oneRow.args[:0]
+	} else {
+		pl.shapes, pl.starts, pl.args = make([]*insertShape, n), make([]int, n+1), make([]sqlValue, 0, n*perRow)
 	}
+	return &planBuilder{pl: pl}
 }
 
 // add plans row i, whose checked values are vals (ordered by column id).
@@ -506,7 +519,10 @@ func (pb *planBuilder) shape(vals []colValue) *insertShape {
 // run executes the plan on c, inside the caller's transaction, and returns
 // the primary keys of the rows in order.
 func (pl *insertPlan) run(ctx context.Context, c *conn) ([]any, error) {
-	ids := make([]any, len(pl.shapes))
+	ids := pl.oneRow.ids[:]
+	if len(pl.shapes) != len(ids) {
+		ids = make([]any, len(pl.shapes))
+	}
 	vals := make([]any, 1)
 	scan := func(st *sqlite3.Stmt) error { return st.Columns(vals...) }
 	var top largestKey

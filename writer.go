@@ -36,6 +36,7 @@ type writeRequest struct {
 type writeQueue struct {
 	mu      sync.Mutex
 	pending []*writeRequest
+	spare   []*writeRequest // the slice of the last writes run, emptied for the next (see recycle)
 }
 
 // remove takes r out of the queue, unless a runner has taken it.
@@ -56,8 +57,23 @@ func (q *writeQueue) take() []*writeRequest {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	reqs := q.pending
-	q.pending = nil
+	q.pending, q.spare = q.spare, nil
 	return reqs
+}
+
+// maxSpareWrites bounds the slice a queue keeps for reuse.
+const maxSpareWrites = 1024
+
+// recycle keeps reqs, a slice take returned whose writes have all run,
+// for the queue to fill again: a write then queues without an allocation.
+func (q *writeQueue) recycle(reqs []*writeRequest) {
+	if cap(reqs) > maxSpareWrites {
+		return
+	}
+	clear(reqs) // the writes run are not kept from the collector
+	q.mu.Lock()
+	q.spare = reqs[:0]
+	q.mu.Unlock()
 }
 
 // write runs fn on the writer connection inside a transaction: all of fn's
@@ -175,7 +191,8 @@ func (p *project) runQueued() {
 	// this group's commit: with the cores busy, groups were about two
 	// writes, and every commit costs its pages' WAL writes and locks.
 	runtime.Gosched()
-	reqs := p.wq.take()
+	taken := p.wq.take()
+	reqs := taken
 	defer func() {
 		if v := recover(); v != nil {
 			for _, r := range reqs {
@@ -208,6 +225,7 @@ func (p *project) runQueued() {
 			p.runGroup(group)
 		}
 	}
+	p.wq.recycle(taken)
 }
 
 // errGroupFailed answers the writes of a group whose transaction failed
