@@ -275,7 +275,7 @@ func (s *Store) runIdempotent(ctx context.Context, p *project, idem Idempotency,
 		// another Store on the folder).
 		return pend.found.replay(idem, fp, call)
 	}
-	s.pruneAnswers(ctx, p)
+	s.pruneAnswersSoon(p)
 	return err
 }
 
@@ -370,6 +370,11 @@ type inFlightKeys struct {
 	// writes: each prune deletes up to pruneBatch * pruneBatches answers,
 	// a write stores one.
 	pruneBehind bool
+	// pruning counts the prunes under way (see Store.pruneAnswersSoon),
+	// for tests to wait for; beforePrune, when set, runs at the start of
+	// each, for tests to hold it.
+	pruning     sync.WaitGroup
+	beforePrune func()
 }
 
 // begin adds scope; false when it is already in flight.
@@ -431,15 +436,38 @@ const (
 var pruneOldest = `DELETE FROM _pd_idempotency WHERE id IN
 	(SELECT id FROM _pd_idempotency ORDER BY id LIMIT ` + strconv.Itoa(pruneBatch) + `) AND expires_at <= ?`
 
-// pruneAnswers deletes expired answers, once a minute per project or
-// sooner while pruning is behind (see inFlightKeys.pruneBehind), in small
-// transactions that let other writers in between.
-func (s *Store) pruneAnswers(ctx context.Context, p *project) {
+// pruneAnswersSoon starts pruning expired answers in a goroutine of its
+// own, once a minute per project or sooner while pruning is behind (see
+// inFlightKeys.pruneBehind): the keyed write that finds it due does not
+// wait for it.
+func (s *Store) pruneAnswersSoon(p *project) {
 	now := s.now()
 	if !p.idempotency.pruneDue(now) {
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
+	p.idempotency.pruning.Add(1)
+	go func() {
+		defer p.idempotency.pruning.Done()
+		if hold := p.idempotency.beforePrune; hold != nil {
+			hold()
+		}
+		// The project is held for the prune, which a closed Store or a
+		// deleted project ends.
+		err := s.withProject(context.Background(), p.slug, "", func(p *project) error {
+			s.pruneAnswers(p, now)
+			return nil
+		})
+		if err != nil && ErrorCode(err) != ErrStoreClosed && ErrorCode(err) != ErrProjectNotFound {
+			s.opts.Logger.Warn("prune idempotent answers", "project", p.slug, "err", err)
+		}
+	}()
+}
+
+// pruneAnswers deletes the answers expired at now, in small transactions
+// that let other writers in between, and records whether it stopped at its
+// bound.
+func (s *Store) pruneAnswers(p *project, now time.Time) {
+	ctx := context.Background()
 	// A point read first tells whether any of the oldest answers has
 	// expired, so that pruning takes the writer only when there is
 	// something to delete.

@@ -61,10 +61,21 @@ func (pt *pruneTest) keys(t *testing.T) []string {
 }
 
 // prune runs the pruning a keyed write starts, as if a minute had passed
-// since the last.
+// since the last, and waits for it.
 func (pt *pruneTest) prune() {
 	pt.p.idempotency.prunedAt = time.Time{}
-	pt.s.pruneAnswers(context.Background(), pt.p)
+	pt.s.pruneAnswersSoon(pt.p)
+	pt.p.idempotency.pruning.Wait()
+}
+
+// insert inserts a row with an idempotency key, and waits for the prune
+// it started, if any.
+func (pt *pruneTest) insert(t *testing.T, key string) {
+	t.Helper()
+	if _, err := pt.s.Insert(WithIdempotencyKey(context.Background(), key), "acme", "items", []Row{{"qty": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	pt.p.idempotency.pruning.Wait()
 }
 
 func TestIdempotencyPruning(t *testing.T) {
@@ -92,10 +103,7 @@ func TestIdempotencyPruning(t *testing.T) {
 		pt.seed(t, "old", 2*most+10, now.Add(-time.Minute))
 		pt.prune()
 		is.Equal(len(pt.keys(t)), most+10)
-		insert := func(key string) {
-			_, err := pt.s.Insert(WithIdempotencyKey(context.Background(), key), "acme", "items", []Row{{"qty": 1}})
-			is.NoErr(err)
-		}
+		insert := func(key string) { pt.insert(t, key) }
 		insert("a") // within the minute: pruning was behind
 		is.Equal(len(pt.keys(t)), 10+1)
 		insert("b") // behind again: the last prune's batches were all full
@@ -103,6 +111,20 @@ func TestIdempotencyPruning(t *testing.T) {
 		pt.seed(t, "late", 3, now.Add(-time.Minute))
 		insert("c") // caught up: the next prune waits for the minute
 		is.Equal(len(pt.keys(t)), 6)
+	})
+	t.Run("TheKeyedWriteDoesNotWaitForThePrune", func(t *testing.T) {
+		is := is.New(t)
+		pt := newPruneTest(t)
+		pt.seed(t, "old", 10, pt.clk.Now().Add(-time.Minute))
+		started, release := make(chan struct{}), make(chan struct{})
+		pt.p.idempotency.beforePrune = func() { close(started); <-release }
+		_, err := pt.s.Insert(WithIdempotencyKey(context.Background(), "a"), "acme", "items", []Row{{"qty": 1}})
+		is.NoErr(err) // answered while its prune is held
+		<-started
+		is.Equal(len(pt.keys(t)), 11)
+		close(release)
+		pt.p.idempotency.pruning.Wait()
+		is.Equal(pt.keys(t), []string{"a"})
 	})
 	t.Run("ALiveAnswerAheadDoesNotHoldBackTheExpiredBehindIt", func(t *testing.T) {
 		is := is.New(t)
@@ -116,10 +138,7 @@ func TestIdempotencyPruning(t *testing.T) {
 	t.Run("AKeyUsedAgainAfterExpiryIsTheNewest", func(t *testing.T) {
 		is := is.New(t)
 		pt := newPruneTest(t)
-		insert := func(key string) {
-			_, err := pt.s.Insert(WithIdempotencyKey(context.Background(), key), "acme", "items", []Row{{"qty": 1}})
-			is.NoErr(err)
-		}
+		insert := func(key string) { pt.insert(t, key) }
 		insert("k")
 		insert("a")
 		pt.clk.advance(30 * time.Minute)
