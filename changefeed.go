@@ -159,18 +159,10 @@ func (s *Store) changesCommitted(p *project) {
 	}
 	fs.pruneMu.Unlock()
 	if due {
-		go s.pruneQuietly(p.slug)
-	}
-}
-
-// pruneQuietly prunes a project's log, logging failures.
-func (s *Store) pruneQuietly(slug string) {
-	err := s.withProject(context.Background(), slug, "", func(p *project) error {
-		_, err := s.pruneChanges(context.Background(), p)
-		return err
-	})
-	if err != nil && ErrorCode(err) != ErrStoreClosed && ErrorCode(err) != ErrProjectNotFound {
-		s.opts.Logger.Error("prune change log", "project", slug, "err", err)
+		go s.runChore(p.slug, "prune change log", func(p *project) error {
+			_, err := s.pruneChanges(context.Background(), p)
+			return err
+		})
 	}
 }
 

@@ -451,22 +451,14 @@ func (s *Store) pruneAnswersSoon(p *project) {
 		if hold := p.idempotency.beforePrune; hold != nil {
 			hold()
 		}
-		// The project is held for the prune, which a closed Store or a
-		// deleted project ends.
-		err := s.withProject(context.Background(), p.slug, "", func(p *project) error {
-			s.pruneAnswers(p, now)
-			return nil
-		})
-		if err != nil && ErrorCode(err) != ErrStoreClosed && ErrorCode(err) != ErrProjectNotFound {
-			s.opts.Logger.Warn("prune idempotent answers", "project", p.slug, "err", err)
-		}
+		s.runChore(p.slug, "prune idempotent answers", func(p *project) error { return pruneAnswers(p, now) })
 	}()
 }
 
 // pruneAnswers deletes the answers expired at now, in small transactions
 // that let other writers in between, and records whether it stopped at its
 // bound.
-func (s *Store) pruneAnswers(p *project, now time.Time) {
+func pruneAnswers(p *project, now time.Time) error {
 	ctx := context.Background()
 	// A point read first tells whether any of the oldest answers has
 	// expired, so that pruning takes the writer only when there is
@@ -478,10 +470,7 @@ func (s *Store) pruneAnswers(p *project, now time.Time) {
 		return err
 	})
 	if err != nil || !expired {
-		if err != nil {
-			s.opts.Logger.Warn("prune idempotent answers", "project", p.slug, "err", err)
-		}
-		return
+		return err
 	}
 	for range pruneBatches {
 		var n int64
@@ -490,15 +479,12 @@ func (s *Store) pruneAnswers(p *project, now time.Time) {
 			n = c.db.Changes()
 			return err
 		})
-		if err != nil {
-			s.opts.Logger.Warn("prune idempotent answers", "project", p.slug, "err", err)
-			return
-		}
-		if n == 0 {
-			return
+		if err != nil || n == 0 {
+			return err
 		}
 	}
 	p.idempotency.prunedBehind()
+	return nil
 }
 
 // errAnswerFound is how the write of an idempotent operation stops when it

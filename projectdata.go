@@ -447,6 +447,16 @@ func (s *Store) closeQuietly(p *project) {
 	}
 }
 
+// runChore runs fn, background work of a project (pruning), holding the
+// project: a closed Store or a deleted project ends it quietly, and other
+// failures are logged as what.
+func (s *Store) runChore(slug, what string, fn func(p *project) error) {
+	err := s.withProject(context.Background(), slug, "", fn)
+	if err != nil && ErrorCode(err) != ErrStoreClosed && ErrorCode(err) != ErrProjectNotFound {
+		s.opts.Logger.Error(what, "project", slug, "err", err)
+	}
+}
+
 // withProject runs fn with the open project, after checking that the
 // caller in ctx (if any) may do op on it; an empty op checks no caller.
 // A project pinned by ctx (see Pin) is used as it is.
