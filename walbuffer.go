@@ -57,7 +57,8 @@ func wrapWAL(f vfs.File, flags vfs.OpenFlag, err error) vfs.File {
 // new frames), as it did before. Frames written ahead of a commit (a
 // transaction whose pages spill from the cache) are written at the latest
 // at the commit, or before anything reads, syncs, sizes or truncates the
-// file, or when maxWALBuffer is reached. A write anywhere but at the end
+// file, or before they would take the buffer past maxWALBuffer. A write
+// anywhere but at the end
 // of what is held (SQLite rewriting a frame of its open transaction, or
 // starting the log over) writes what is held first. A failed write fails
 // the commit, as a failed write of the frame would have.
@@ -72,16 +73,15 @@ type walFile struct {
 // the database's size in pages after a commit, zero in other frames.
 const walFrameHeader = 24
 
-// maxWALBuffer bounds what a walFile holds (a large transaction's frames
-// are written in pieces of this size); maxKeptWALBuffer is the most
-// memory it keeps between transactions.
-const (
-	maxWALBuffer     = 1 << 20
-	maxKeptWALBuffer = 64 << 10
-)
+// maxWALBuffer bounds the buffer of a walFile, which it keeps between
+// transactions: a large transaction's frames are written in pieces of at
+// most this size, and a buffer grown past it by one larger write (a page
+// of more than 64 KiB) is not kept. The buffer only grows as far as the
+// transactions need: a project whose commits are small holds little.
+const maxWALBuffer = 64 << 10
 
 func (f *walFile) WriteAt(p []byte, off int64) (int, error) {
-	if len(f.buf) > 0 && off != f.start+int64(len(f.buf)) {
+	if len(f.buf) > 0 && (off != f.start+int64(len(f.buf)) || len(f.buf)+len(p) > maxWALBuffer) {
 		if err := f.flush(); err != nil {
 			return 0, err
 		}
@@ -89,12 +89,19 @@ func (f *walFile) WriteAt(p []byte, off int64) (int, error) {
 	if len(f.buf) == 0 {
 		f.start = off
 	}
+	if need := len(f.buf) + len(p); need > cap(f.buf) {
+		// Grown here rather than by append, whose growth may pass
+		// maxWALBuffer and then not be kept.
+		buf := make([]byte, len(f.buf), max(need, min(2*cap(f.buf), maxWALBuffer)))
+		copy(buf, f.buf)
+		f.buf = buf
+	}
 	f.buf = append(f.buf, p...)
 	if len(p) == walFrameHeader {
 		f.commit = binary.BigEndian.Uint32(p[4:8]) != 0
 		return len(p), nil
 	}
-	if f.commit || len(f.buf) >= maxWALBuffer {
+	if f.commit {
 		f.commit = false
 		if err := f.flush(); err != nil {
 			return 0, err
@@ -110,7 +117,7 @@ func (f *walFile) flush() error {
 	}
 	_, err := f.File.WriteAt(f.buf, f.start)
 	f.buf = f.buf[:0]
-	if cap(f.buf) > maxKeptWALBuffer {
+	if cap(f.buf) > maxWALBuffer {
 		f.buf = nil
 	}
 	return err

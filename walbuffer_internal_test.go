@@ -15,7 +15,13 @@ import (
 // countingVFS is the os VFS counting the writes that reach its WAL files.
 type countingVFS struct {
 	vfs.VFSFilename
-	walWrites *atomic.Int64
+	walWrites *walWrites
+}
+
+// walWrites counts writes, and keeps the size of the largest.
+type walWrites struct {
+	atomic.Int64
+	largest atomic.Int64
 }
 
 func (v countingVFS) OpenFilename(name *vfs.Filename, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, error) {
@@ -28,25 +34,27 @@ func (v countingVFS) OpenFilename(name *vfs.Filename, flags vfs.OpenFlag) (vfs.F
 
 type countingFile struct {
 	vfs.File
-	writes *atomic.Int64
+	writes *walWrites
 }
 
 func (f countingFile) WriteAt(p []byte, off int64) (int, error) {
 	f.writes.Add(1)
+	for n := f.writes.largest.Load(); int64(len(p)) > n && !f.writes.largest.CompareAndSwap(n, int64(len(p))); n = f.writes.largest.Load() {
+	}
 	return f.File.WriteAt(p, off)
 }
 
 // countingVFSes are the VFSes countingWALVFS registered, by name.
-var countingVFSes = map[string]*atomic.Int64{}
+var countingVFSes = map[string]*walWrites{}
 
 // countingWALVFS registers (once per name) walBufferVFS over a
 // countingVFS, or the countingVFS alone, and returns its counter.
 
-func countingWALVFS(name string, buffered bool) *atomic.Int64 {
+func countingWALVFS(name string, buffered bool) *walWrites {
 	if n, ok := countingVFSes[name]; ok {
 		return n
 	}
-	n := new(atomic.Int64)
+	n := new(walWrites)
 	var v vfs.VFSFilename = countingVFS{vfs.Find("os").(vfs.VFSFilename), n}
 	if buffered {
 		v = walBufferVFS{v}
@@ -134,10 +142,15 @@ func TestWALBuffer(t *testing.T) {
 		w := open(t, path, "test-counting-walbuffer")
 		commits(t, w, 1)
 		before := writes.Load()
-		// About 3 MB of pages in one commit: more than one buffer's worth.
+		writes.largest.Store(0)
+		// 1,000 pages in one commit, about 4 MB of frames: many buffers'
+		// worth.
 		is.NoErr(w.Exec(`INSERT INTO t (v) SELECT zeroblob(3000) FROM (WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 1000) SELECT n FROM i)`))
 		n := writes.Load() - before
-		is.True(n >= 3 && n <= 6) // pieces of maxWALBuffer, not 2 per frame
+		pieces := int64(1000 * (4096 + walFrameHeader) / maxWALBuffer)
+		is.True(n >= pieces && n <= 2*pieces)                  // pieces of maxWALBuffer, not 2 per frame
+		is.True(writes.largest.Load() <= maxWALBuffer)         // the buffer never held more
+		is.True(writes.largest.Load() > maxWALBuffer-4096-100) // and was full before it was written
 		r := open(t, path, "os")
 		is.Equal(count(t, r), int64(1002))
 	})
