@@ -55,13 +55,13 @@ func wrapWAL(f vfs.File, flags vfs.OpenFlag, err error) vfs.File {
 // once every frame of it is in the file, before SQLite publishes the
 // commit in the WAL index (where readers, and other processes, learn of
 // new frames), as it did before. Frames written ahead of a commit (a
-// transaction whose pages spill from the cache) are written at the latest
-// at the commit, or before anything reads, syncs, sizes or truncates the
-// file, or before they would take the buffer past maxWALBuffer. A write
-// anywhere but at the end
-// of what is held (SQLite rewriting a frame of its open transaction, or
-// starting the log over) writes what is held first. A failed write fails
-// the commit, as a failed write of the frame would have.
+// transaction whose pages spill from the cache, or whose frames fill the
+// buffer) are written at the latest at the commit, or before anything
+// reads, syncs, sizes or truncates the file, or before a write would take
+// the buffer past maxWALBuffer. A write anywhere but at the end of what is
+// held (SQLite rewriting a frame of its open transaction, or starting the
+// log over) writes what is held first. A failed write fails the commit, as
+// a failed write of the frame would have.
 type walFile struct {
 	vfs.File
 	buf    []byte
@@ -75,9 +75,10 @@ const walFrameHeader = 24
 
 // maxWALBuffer bounds the buffer of a walFile, which it keeps between
 // transactions: a large transaction's frames are written in pieces of at
-// most this size, and a buffer grown past it by one larger write (a page
-// of more than 64 KiB) is not kept. The buffer only grows as far as the
-// transactions need: a project whose commits are small holds little.
+// most this size. One write larger than that (a page of 64 KiB with its
+// frame's header) grows the buffer past it, and that buffer is not kept.
+// The buffer only grows as far as the transactions need: a project whose
+// commits are small holds little.
 const maxWALBuffer = 64 << 10
 
 func (f *walFile) WriteAt(p []byte, off int64) (int, error) {
