@@ -48,9 +48,10 @@ func FuzzCheck(f *testing.F) {
 // parameter is not closed.
 func skeleton(sql string) (sk string, ok bool) {
 	var b strings.Builder
+	afterBOM := -1 // where the last byte order mark ended: a token starts there
 	for i := 0; i < len(sql); {
 		rest := sql[i:]
-		tokenStart := i == 0 || !wordByte(sql[i-1])
+		tokenStart := i == 0 || !wordByte(sql[i-1]) || i == afterBOM
 		n := -1 // length of the literal, comment or parameter at sql[i]
 		switch {
 		case strings.HasPrefix(rest, "--"):
@@ -71,6 +72,7 @@ func skeleton(sql string) (sk string, ok bool) {
 		case tokenStart && strings.HasPrefix(rest, "\xEF\xBB\xBF"):
 			b.WriteByte(' ')
 			i += 3
+			afterBOM = i
 			continue
 		case tokenStart && (strings.HasPrefix(rest, "x'") || strings.HasPrefix(rest, "X'")):
 			if n = strings.IndexByte(rest[2:], '\''); n >= 0 {
