@@ -479,10 +479,14 @@ type conn struct {
 	stamped   bool
 	snapshot  walStamp
 	idleSince time.Time
-	// version is the registry version of the read transaction's snapshot,
-	// once readSchema has read it (versionRead).
-	version     int64
-	versionRead bool
+	// version is the registry version of the transaction's snapshot, once
+	// read (versionRead): by readSchema in a reader's read transaction, by
+	// schemaFor in the writer's transaction while keepsVersion is set (see
+	// runGroup). Whatever begins or ends such a transaction clears
+	// versionRead.
+	version      int64
+	versionRead  bool
+	keepsVersion bool
 }
 
 // walStamp is a WAL index header and the log's nBackfill (see walWatch):

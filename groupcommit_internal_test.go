@@ -254,3 +254,45 @@ func TestGroupCommitWithIdempotencyAndChangeLog(t *testing.T) {
 		is.Equal(g.followed(t, 3), map[int64]string{1: "a", 2: "b"})
 	})
 }
+
+// TestAGroupReadsTheRegistryVersionOnce: the writes of one group share
+// the registry version read by the first (see schemaFor); the next group
+// reads it again, as does a write that runs alone.
+func TestAGroupReadsTheRegistryVersionOnce(t *testing.T) {
+	is := is.New(t)
+	g := newGroupTest(t)
+	versionReads := func() int {
+		st, ok := g.p.writer.stmts[registryVersionSQL]
+		if !ok { // not read on the writer yet
+			return 0
+		}
+		return st.Status(sqlite3.STMTSTATUS_RUN, true)
+	}
+	versionReads()
+	errs, _ := g.queue(t, []keyed{{key: "k1", v: "a"}, {key: "k2", v: "b"}, {key: "k3", v: "c"}, {key: "k4", v: "d"}})
+	for _, err := range errs {
+		is.NoErr(err)
+	}
+	is.Equal(g.commits.Load(), int64(1)) // one group
+	is.Equal(versionReads(), 1)
+
+	errs, _ = g.queue(t, []keyed{{key: "k5", v: "e"}, {key: "k6", v: "f"}})
+	is.NoErr(errs[0])
+	is.NoErr(errs[1])
+	is.Equal(versionReads(), 1)
+
+	// A schema change (writeSchema, alone) raises the version; the next
+	// write reads the new one and sees the new column. (The statement that
+	// reads it is prepared again after the change, which SQLite counts as
+	// a second run.)
+	_, err := g.s.AddColumn(context.Background(), "acme", "t", ColumnDef{Name: "w"})
+	is.NoErr(err)
+	_, err = g.s.Insert(context.Background(), "acme", "t", []Row{{"v": "g", "w": "x"}})
+	is.NoErr(err)
+	versionReads()
+	errs, _ = g.queue(t, []keyed{{key: "k7", v: "h"}, {key: "k8", v: "i"}, {key: "k9", v: "j"}})
+	for _, err := range errs {
+		is.NoErr(err)
+	}
+	is.Equal(versionReads(), 1)
+}

@@ -291,13 +291,24 @@ func timeOrZero(st *sqlite3.Stmt, col int) Timestamp {
 // schemaFor returns the project's registry as c's transaction sees it:
 // the cached one when its version is the one stored in the database, else
 // one loaded through c. c must be inside a transaction (a reader in
-// readSchema or read, or the writer in write), so the version and the registry come from the
-// snapshot the caller's statements read. A registry loaded while c changes
-// it (inside writeSchema) is not cached: it may never commit.
+// readSchema or read, or the writer in write), so the version and the
+// registry come from the snapshot the caller's statements read. A registry
+// loaded while c changes it (inside writeSchema) is not cached: it may
+// never commit.
+//
+// Where c keeps the version for its transaction (versionRead), it is read
+// once: a reader's in readSchema, and the writer's in a group of writes
+// (see runGroup), whose writes would each read the same version again.
 func (p *project) schemaFor(c *conn) (*schema, error) {
+	if c.versionRead && !c.changingRegistry {
+		return p.schemaAt(c, c.version)
+	}
 	v, err := registryVersion(c)
 	if err != nil {
 		return nil, err
+	}
+	if c.keepsVersion && !c.changingRegistry {
+		c.version, c.versionRead = v, true
 	}
 	return p.schemaAt(c, v)
 }
@@ -324,10 +335,13 @@ func (p *project) schemaAt(c *conn, v int64) (*schema, error) {
 	return sc, nil
 }
 
+// registryVersionSQL is registryVersion's statement.
+const registryVersionSQL = `SELECT version FROM _pd_registry WHERE id = 1`
+
 // registryVersion reads the registry's version, which every change of the
 // registry or of the application schema raises in its own transaction.
 func registryVersion(c *conn) (v int64, err error) {
-	found, err := c.queryRow(`SELECT version FROM _pd_registry WHERE id = 1`, nil, func(st *sqlite3.Stmt) error {
+	found, err := c.queryRow(registryVersionSQL, nil, func(st *sqlite3.Stmt) error {
 		v = st.ColumnInt64(0)
 		return nil
 	})

@@ -304,6 +304,8 @@ func (p *project) runSingle(r *writeRequest) {
 		r.err = dbError(r.ctx, err)
 		return
 	}
+	c.keepVersion()
+	defer c.forgetVersion()
 	committed := false
 	defer func() {
 		if v := recover(); v != nil {
@@ -338,6 +340,7 @@ func (p *project) runGroup(reqs []*writeRequest) {
 	c := p.writer
 	var joined []*writeRequest // released into the transaction
 	committed := false
+	defer c.forgetVersion()
 	defer func() {
 		v := recover()
 		if v != nil { // in BEGIN or COMMIT: no write of the group is acknowledged
@@ -368,6 +371,7 @@ func (p *project) runGroup(reqs []*writeRequest) {
 			}
 			return false
 		}
+		c.keepVersion()
 		return true
 	}
 	if !begin(reqs) {
@@ -452,6 +456,19 @@ func (p *project) runSavepoint(c *conn, r *writeRequest) (joined bool) {
 		return false
 	}
 	return true
+}
+
+// keepVersion makes the writer c, just inside a transaction of writes that
+// leave the registry alone (runGroup's, runSingle's), read the registry
+// version once for the whole transaction (see schemaFor): no other
+// connection can change it while c holds the write lock.
+func (c *conn) keepVersion() {
+	c.keepsVersion, c.versionRead = true, false
+}
+
+// forgetVersion ends keepVersion, at the end of the transaction.
+func (c *conn) forgetVersion() {
+	c.keepsVersion, c.versionRead = false, false
 }
 
 // rollbackSavepoint undoes the changes since SAVEPOINT pd_write and ends
