@@ -257,7 +257,7 @@ func TestGroupCommitWithIdempotencyAndChangeLog(t *testing.T) {
 
 // TestAGroupReadsTheRegistryVersionOnce: the writes of one group share
 // the registry version read by the first (see schemaFor); the next group
-// reads it again, as does a write that runs alone.
+// reads it again, and after a schema change reads the new one.
 func TestAGroupReadsTheRegistryVersionOnce(t *testing.T) {
 	is := is.New(t)
 	g := newGroupTest(t)
