@@ -267,7 +267,7 @@ func (p *project) beginRead(c *conn) error {
 		}
 	}
 	c.snapshot, c.stamped = now, ok
-	c.versionRead = false
+	c.keepVersion()
 	return c.exec(`BEGIN`)
 }
 
@@ -277,6 +277,7 @@ func (p *project) beginRead(c *conn) error {
 func (p *project) endRead(c *conn, succeeded bool) error {
 	if c.db.GetAutocommit() { // SQLite ended it (rolled back on out of memory)
 		c.parked = false
+		c.forgetVersion()
 		return nil
 	}
 	if succeeded && c.stamped && !c.parked {
@@ -289,9 +290,24 @@ func (p *project) endRead(c *conn, succeeded bool) error {
 	return c.endTx()
 }
 
+// keepVersion makes c, as its transaction begins, read the registry
+// version once for the whole transaction (see schemaFor): a reader's read
+// transaction, whose snapshot does not change, or the writer's for writes
+// that leave the registry alone (runGroup's, runSingle's), which no other
+// connection can change while c holds the write lock.
+func (c *conn) keepVersion() {
+	c.keepsVersion, c.versionRead = true, false
+}
+
+// forgetVersion ends keepVersion, as the transaction ends.
+func (c *conn) forgetVersion() {
+	c.keepsVersion, c.versionRead = false, false
+}
+
 // endTx ends c's read transaction.
 func (c *conn) endTx() error {
-	c.parked, c.versionRead = false, false
+	c.parked = false
+	c.forgetVersion()
 	if c.db.GetAutocommit() {
 		return nil
 	}
@@ -480,10 +496,8 @@ type conn struct {
 	snapshot  walStamp
 	idleSince time.Time
 	// version is the registry version of the transaction's snapshot, once
-	// read (versionRead): by readSchema in a reader's read transaction, by
-	// schemaFor in the writer's transaction while keepsVersion is set (see
-	// runGroup). Whatever begins or ends such a transaction clears
-	// versionRead.
+	// schemaFor has read it (versionRead) in a transaction that keeps it
+	// (keepsVersion, see keepVersion).
 	version      int64
 	versionRead  bool
 	keepsVersion bool

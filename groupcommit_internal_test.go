@@ -296,3 +296,29 @@ func TestAGroupReadsTheRegistryVersionOnce(t *testing.T) {
 	}
 	is.Equal(versionReads(), 1)
 }
+
+// TestAReadReadsTheRegistryVersionOnce: the registry version of a read
+// transaction is read once, however often its reads ask for the registry.
+func TestAReadReadsTheRegistryVersionOnce(t *testing.T) {
+	is := is.New(t)
+	g := newGroupTest(t)
+	for range 3 { // a new read transaction, then parked ones
+		err := g.p.readSchema(context.Background(), func(c *conn, _ *schema) error {
+			runs := func() int {
+				if st, ok := c.stmts[registryVersionSQL]; ok {
+					return st.Status(sqlite3.STMTSTATUS_RUN, false)
+				}
+				return 0
+			}
+			before := runs()
+			for range 2 {
+				if _, err := g.p.schemaFor(c); err != nil {
+					return err
+				}
+			}
+			is.Equal(runs(), before)
+			return nil
+		})
+		is.NoErr(err)
+	}
+}

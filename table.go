@@ -296,9 +296,10 @@ func timeOrZero(st *sqlite3.Stmt, col int) Timestamp {
 // loaded while c changes it (inside writeSchema) is not cached: it may
 // never commit.
 //
-// Where c keeps the version for its transaction (versionRead), it is read
-// once: a reader's in readSchema, and the writer's in a group of writes
-// (see runGroup), whose writes would each read the same version again.
+// Where c keeps the version for its transaction (see conn.keepVersion), it
+// is read once: a reader's for its read transaction, parked or not, and the
+// writer's for a group of writes (see runGroup), whose writes would each
+// read the same version again.
 func (p *project) schemaFor(c *conn) (*schema, error) {
 	if c.versionRead && !c.changingRegistry {
 		return p.schemaAt(c, c.version)
@@ -404,16 +405,10 @@ func (p *project) readSchema(ctx context.Context, fn func(c *conn, sc *schema) e
 }
 
 func (p *project) readSchemaOnce(ctx context.Context, fn func(c *conn, sc *schema) error) error {
-	return p.read(ctx, func(c *conn) (err error) {
+	return p.read(ctx, func(c *conn) error {
 		// A parked transaction (see project.read) read its version
 		// already: the same snapshot has the same registry.
-		if !c.versionRead {
-			if c.version, err = registryVersion(c); err != nil {
-				return err
-			}
-			c.versionRead = true
-		}
-		sc, err := p.schemaAt(c, c.version)
+		sc, err := p.schemaFor(c)
 		if err != nil {
 			return err
 		}

@@ -458,19 +458,6 @@ func (p *project) runSavepoint(c *conn, r *writeRequest) (joined bool) {
 	return true
 }
 
-// keepVersion makes the writer c, just inside a transaction of writes that
-// leave the registry alone (runGroup's, runSingle's), read the registry
-// version once for the whole transaction (see schemaFor): no other
-// connection can change it while c holds the write lock.
-func (c *conn) keepVersion() {
-	c.keepsVersion, c.versionRead = true, false
-}
-
-// forgetVersion ends keepVersion, at the end of the transaction.
-func (c *conn) forgetVersion() {
-	c.keepsVersion, c.versionRead = false, false
-}
-
 // rollbackSavepoint undoes the changes since SAVEPOINT pd_write and ends
 // it; if that fails, it rolls the whole transaction back.
 func rollbackSavepoint(c *conn) {
