@@ -96,15 +96,21 @@ func (s *Store) UpdateFoundRecord(ctx context.Context, slug, table string, id an
 
 // writeUpdateSet writes "UPDATE <table> SET <col> = ?, …" for the checked
 // values vals to sql and returns args with their values appended, and
-// whether they set the primary key. A primary key set to NULL is
-// ErrNotNullViolation (SQLite refuses it to an INTEGER key as a mismatch).
+// whether they set the primary key. NULL for the primary key or a NOT
+// NULL column is ErrNotNullViolation naming the column, whether or not a
+// row would change (SQLite refuses it to an INTEGER key as a mismatch, and
+// names no column in the message it returns).
 func (t *tableInfo) writeUpdateSet(sql *strings.Builder, vals []colValue, args []any) ([]any, bool, error) {
 	setsKey := false
 	sql.WriteString("UPDATE ")
 	sql.WriteString(t.quoted)
 	for i, cv := range vals {
-		if cv.col == t.pk && cv.val.isNull() {
+		switch {
+		case !cv.val.isNull():
+		case cv.col == t.pk:
 			return nil, false, errorf(ErrNotNullViolation, "column %q is the primary key of table %q: it must not be NULL", cv.col.Name, t.Name)
+		case !bool(cv.col.IsNullable):
+			return nil, false, errorf(ErrNotNullViolation, "column %q of table %q must not be NULL", cv.col.Name, t.Name)
 		}
 		if i == 0 {
 			sql.WriteString(" SET ")

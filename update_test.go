@@ -88,3 +88,26 @@ func TestUpdateRecordErrorsKeepTheirCause(t *testing.T) {
 	is.True(errors.As(err, &cause))
 	is.True(!strings.Contains(cause.Message, "people")) // the cause, unchanged
 }
+
+// TestUpdateNamesTheNotNullColumn: NULL for a NOT NULL column is refused
+// with a message that names the column and the table, as an insert's
+// refusal does, by a single update and by a bulk one, even one whose where
+// matches no row.
+func TestUpdateNamesTheNotNullColumn(t *testing.T) {
+	is := is.New(t)
+	s := peopleStore(t)
+	want := `column "name" of table "people" must not be NULL`
+	_, err := s.UpdateRecord(ctx, "acme", "people", 1, projectdata.Row{"age": 31, "NAME": nil})
+	pdtest.Code(t, err, projectdata.ErrNotNullViolation)
+	is.Equal(err.Error(), want)
+	for _, key := range []int{1, 99} {
+		_, err = s.UpdateRecords(ctx, "acme", "people", projectdata.BulkUpdate{
+			Data: projectdata.Row{"name": nil}, Where: projectdata.Where{{Column: "id", Op: "=", Value: key}}})
+		pdtest.Code(t, err, projectdata.ErrNotNullViolation)
+		is.Equal(err.Error(), want)
+	}
+	row, err := s.GetRecord(ctx, "acme", "people", 1)
+	is.NoErr(err)
+	is.Equal(row["name"], "ann")
+	is.Equal(row["age"], int64(30)) // nothing written
+}
