@@ -1,6 +1,7 @@
 package projectdata
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -44,17 +45,75 @@ func parseColumnType(s string) (colType, error) {
 	return "", errorf(ErrInvalidColumnType, "column type %.40q must be one of TEXT, INTEGER, REAL, NUMERIC, BOOLEAN, DATETIME", s)
 }
 
-// datetimeLayouts are the ISO 8601 forms a DATETIME column accepts; a
-// form without an offset is UTC. Whatever the form, the column stores the
-// instant in the service's one timestamp form (timeLayout), so that text
-// order is time order.
+// datetimeLayouts are the ISO 8601 forms a DATETIME column accepts, as
+// isoExtended writes them; a form without an offset is UTC. Whatever the
+// form, the column stores the instant in the service's one timestamp form
+// (timeLayout), so that text order is time order. (A fraction of a second
+// after the seconds parses without a layout of its own.)
 var datetimeLayouts = []string{
-	time.RFC3339Nano,
-	"2006-01-02T15:04:05.999999999",
-	"2006-01-02 15:04:05.999999999Z07:00",
-	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05Z07:00",
+	"2006-01-02T15:04:05",
+	"2006-01-02T15:04Z07:00",
 	"2006-01-02T15:04",
 	"2006-01-02",
+}
+
+// isoExtended rewrites the ISO 8601 forms of a date and time that
+// datetimeLayouts lack into the extended form they parse: a lower case t
+// or z (RFC 3339 allows them), a space between date and time, the basic
+// form (20260102T030405Z), and an offset of ±hh or ±hhmm (±hh:mm). What
+// is none of these comes back as it was, for the layouts to refuse.
+func isoExtended(s string) string {
+	if len(s) > 48 {
+		return s
+	}
+	var buf, basic [64]byte
+	b := append(buf[:0], s...)
+	for i, c := range b {
+		switch c {
+		case 't':
+			b[i] = 'T'
+		case 'z':
+			b[i] = 'Z'
+		}
+	}
+	if digitsAt(b, 0) == 8 && (len(b) == 8 || b[8] == 'T') { // the basic form
+		ext := append(append(append(basic[:0], b[:4]...), '-'), b[4:6]...)
+		ext = append(append(ext, '-'), b[6:8]...)
+		if len(b) > 8 {
+			switch digitsAt(b, 9) {
+			case 4:
+				ext = append(append(append(ext, b[8:11]...), ':'), b[11:]...)
+			case 6:
+				ext = append(append(append(append(append(ext, b[8:11]...), ':'), b[11:13]...), ':'), b[13:]...)
+			default:
+				return s
+			}
+		}
+		b = ext
+	} else if len(b) > 10 && b[10] == ' ' {
+		b[10] = 'T'
+	}
+	if len(b) > len("2006-01-02T15:04") && b[10] == 'T' {
+		if i := bytes.LastIndexAny(b[11:], "+-") + 11; i > 11 {
+			switch n := digitsAt(b, i+1); {
+			case n == 2 && len(b) == i+3:
+				b = append(b, ":00"...)
+			case n == 4 && len(b) == i+5:
+				b = append(b[:i+3], ':', b[i+3], b[i+4])
+			}
+		}
+	}
+	return string(b)
+}
+
+// digitsAt counts the ASCII digits of b from i on.
+func digitsAt(b []byte, i int) int {
+	n := 0
+	for i+n < len(b) && isDigit(b[i+n]) {
+		n++
+	}
+	return n
 }
 
 // convert checks that v fits a column of type t and returns the value to
@@ -213,8 +272,9 @@ func (t colType) convertString(s string) (any, error) {
 	case TypeText:
 		return s, nil
 	case TypeDatetime:
+		iso := isoExtended(s)
 		for _, layout := range datetimeLayouts {
-			if x, err := time.Parse(layout, s); err == nil && iso8601Strict(s) {
+			if x, err := time.Parse(layout, iso); err == nil && iso8601Strict(iso) {
 				return t.convertTime(x, s)
 			}
 		}
