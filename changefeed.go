@@ -24,6 +24,11 @@ const (
 	// feedTail is the fewest changes a feed keeps in memory (up to twice
 	// as many).
 	feedTail = 8192
+	// feedTailBytes bounds the JSON of the changes a feed keeps in memory
+	// (up to twice as much, and one page): the changes of rows of
+	// megabytes would otherwise keep gigabytes. Followers the tail no
+	// longer reaches read the log itself.
+	feedTailBytes = 8 << 20
 	// feedPoll is how often a followed feed reads the log for commits of
 	// other processes.
 	feedPoll = time.Second
@@ -90,6 +95,7 @@ type feed struct {
 	mu    sync.Mutex
 	wake  chan struct{} // closed and replaced when the tail grows
 	tail  []Change      // the newest changes, ids contiguous and ascending
+	bytes int           // the JSON of the tail's changes (see feedTailBytes)
 	last  int64         // the last change read from the log
 	ready bool          // last is known
 }
@@ -209,7 +215,7 @@ func (f *feed) read() error {
 			})
 			if ErrorCode(err) == ErrChangesExpired { // the feed stalled longer than the retention
 				f.mu.Lock()
-				f.tail, f.ready = nil, false
+				f.tail, f.bytes, f.ready = nil, 0, false
 				f.mu.Unlock()
 				continue
 			}
@@ -224,16 +230,17 @@ func (f *feed) read() error {
 				f.mu.Unlock()
 				continue
 			}
+			read := 0
 			for i := range page.Changes {
 				page.Changes[i].encoded, _ = page.Changes[i].encode()
+				read += len(page.Changes[i].encoded)
 			}
 			f.mu.Lock()
 			if len(page.Changes) > 0 {
-				tail := append(f.tail, page.Changes...)
-				if len(tail) > 2*feedTail { // trimmed now and then, not on every append
-					tail = append(make([]Change, 0, 2*feedTail), tail[len(tail)-feedTail:]...)
+				f.tail, f.bytes = append(f.tail, page.Changes...), f.bytes+read
+				if len(f.tail) > 2*feedTail || f.bytes > 2*feedTailBytes { // trimmed now and then, not on every append
+					f.trim()
 				}
-				f.tail = tail
 				close(f.wake)
 				f.wake = make(chan struct{})
 			}
@@ -244,6 +251,21 @@ func (f *feed) read() error {
 			}
 		}
 	})
+}
+
+// trim drops the tail's oldest changes until it keeps at most feedTail
+// changes and feedTailBytes of their JSON, into an array of its own (the
+// old one is let go). f.mu is held.
+func (f *feed) trim() {
+	cut := max(len(f.tail)-feedTail, 0)
+	for _, c := range f.tail[:cut] {
+		f.bytes -= len(c.encoded)
+	}
+	for cut < len(f.tail) && f.bytes > feedTailBytes {
+		f.bytes -= len(f.tail[cut].encoded)
+		cut++
+	}
+	f.tail = append(make([]Change, 0, 2*(len(f.tail)-cut)), f.tail[cut:]...)
 }
 
 // since returns the tail's changes after the id after, at most feedPage,

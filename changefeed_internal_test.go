@@ -40,6 +40,49 @@ func TestFeedReadsOnPastTheBudget(t *testing.T) {
 	}
 }
 
+// TestFeedTailIsBoundedInBytes: the changes of big rows do not pile up in
+// a feed's memory: the tail keeps at most twice feedTailBytes of their
+// JSON (it held every one of the last feedTail changes, however big), and
+// a follower behind it still gets every change, from the log.
+func TestFeedTailIsBoundedInBytes(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := itemsStore(t, nil) // change 1: the table
+	f := &feed{fs: s.feeds, slug: "acme", wake: make(chan struct{})}
+	is.NoErr(f.read()) // from the log's end
+	big := strings.Repeat("x", 1<<20)
+	const inserts, perInsert = 5, 8 // 40 MiB of changes
+	for range inserts {
+		rows := make([]Row, perInsert)
+		for j := range rows {
+			rows[j] = Row{"name": big, "qty": j}
+		}
+		_, err := s.Insert(ctx, "acme", "items", rows)
+		is.NoErr(err)
+		is.NoErr(f.read())
+		sum := 0
+		for i, c := range f.tail {
+			sum += len(c.encoded)
+			is.Equal(c.ID, f.last-int64(len(f.tail)-1-i)) // contiguous, up to the last read
+		}
+		is.Equal(f.bytes, sum)
+		is.True(f.bytes <= 2*feedTailBytes)
+	}
+	is.Equal(f.last, int64(1+inserts*perInsert))
+	is.True(f.tail[0].ID > 2) // trimmed
+
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	want := int64(2)
+	for c, err := range s.FollowChanges(fctx, "acme", ChangeQuery{After: 1}) {
+		is.NoErr(err)
+		is.Equal(c.ID, want)
+		if want++; want > f.last {
+			break
+		}
+	}
+}
+
 // TestChangeJSONSize: what a page of the log counts against the result
 // budget is the length of each change's JSON.
 func TestChangeJSONSize(t *testing.T) {
