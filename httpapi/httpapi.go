@@ -46,6 +46,16 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBodyBytes bounds a request body (payload_too_large). Zero: 8 MiB.
 	MaxBodyBytes int64
+	// MaxBodyBytesInFlight bounds the request bodies read at once, across
+	// all requests: each takes its Content-Length (MaxBodyBytes when the
+	// length is unknown) before its body is read, and gives it back when
+	// it is answered. A request that does not fit waits for others, in
+	// turn, up to BodyWait, then gets 503 server_busy with Retry-After.
+	// Decoded, a body takes about twice its bytes. Zero: 32 × MaxBodyBytes
+	// (256 MiB).
+	MaxBodyBytesInFlight int64
+	// BodyWait bounds the wait for room under MaxBodyBytesInFlight. Zero: 2s.
+	BodyWait time.Duration
 	// Now returns the time for meta.generated_at. Zero: time.Now.
 	Now func() time.Time
 	// AllowedOrigins lists the browser origins (scheme://host[:port]) that
@@ -83,6 +93,7 @@ type Handler struct {
 	origins      originSet     // from Options.AllowedOrigins
 	shuttingDown atomic.Bool   // set by BeginShutdown
 	bodies       sync.Pool     // *bytes.Buffer for encoding responses
+	bodyRoom     *bodyBudget   // Options.MaxBodyBytesInFlight
 	streamsDone  chan struct{} // closed by CloseStreams
 	closeOnce    sync.Once
 	registered   []string // "METHOD /path" of every route, in order (register)
@@ -100,6 +111,12 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 8 << 20
 	}
+	if o.MaxBodyBytesInFlight <= 0 {
+		o.MaxBodyBytesInFlight = 32 * o.MaxBodyBytes
+	}
+	if o.BodyWait <= 0 {
+		o.BodyWait = 2 * time.Second
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -110,7 +127,7 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 		o.StreamWriteTimeout = 30 * time.Second
 	}
 	o.BasePath = strings.TrimSuffix(o.BasePath, "/")
-	h := &Handler{store: store, log: o.Logger, opts: o, origins: newOriginSet(o.AllowedOrigins), streamsDone: make(chan struct{})}
+	h := &Handler{store: store, log: o.Logger, opts: o, origins: newOriginSet(o.AllowedOrigins), streamsDone: make(chan struct{}), bodyRoom: newBodyBudget(o.MaxBodyBytesInFlight)}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -361,6 +378,12 @@ func (h *Handler) guard(route string, op projectdata.Operation, serve func(conte
 		}
 		if err == nil {
 			err = x.opHeaderErr
+		}
+		if share := h.bodyShare(r); err == nil && share > 0 {
+			// Taken once the caller is known, before the body is read.
+			if err = h.bodyRoom.acquire(r.Context(), share, h.opts.BodyWait); err == nil {
+				defer h.bodyRoom.release(share)
+			}
 		}
 		if err == nil {
 			var body io.ReadCloser
