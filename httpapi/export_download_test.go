@@ -1,12 +1,18 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +62,126 @@ func TestExportDownloadConditionalAndRanges(t *testing.T) {
 	is.NoErr(os.Rename(path, path+".moved"))
 	is.NoErr(os.Symlink(path+".moved", path))
 	a.must(a.do("GET", url, a.read, ""), 404, "export_not_found")
+}
+
+// TestExportDownloadRangeHeader checks, through a real server, the Range
+// headers http.ServeContent answers against RFC 9110 §14 and the download
+// answers right: an unknown unit, a malformed set, too many ranges and
+// overlapping ones are ignored (200, the whole file); a suffix of zero
+// bytes is unsatisfiable (416, the envelope and Content-Range: bytes */N);
+// conditional requests still come first; and ordinary ranges are 206.
+func TestExportDownloadRangeHeader(t *testing.T) {
+	a := newAPI(t, nil)
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"t","columns":[{"column_name":"name"}]}`), 201, "")
+	// 4 KiB: large enough that 2,000 one-byte ranges are less than the
+	// file, which ServeContent would otherwise ignore by itself.
+	pdtest.Exec(t, pdtest.Raw(t, a.dir, "acme"), `INSERT INTO t (name) SELECT printf('%.*c', 4096, 'x')`)
+	exp := a.must(a.do("POST", "/projects/acme/exports", a.write, `{"table":"t"}`), 201, "").data()["export"].(map[string]any)
+	etag := `"` + exp["sha256"].(string) + `"`
+	srv := httptest.NewServer(a.h)
+	defer srv.Close()
+	get := func(t *testing.T, headers ...string) (*http.Response, []byte) {
+		t.Helper()
+		is := is.New(t)
+		req, err := http.NewRequest("GET", srv.URL+exp["download_url"].(string), nil)
+		is.NoErr(err)
+		req.Header.Set("Authorization", "Bearer "+a.read)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		res, err := http.DefaultClient.Do(req)
+		is.NoErr(err)
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		is.NoErr(err)
+		return res, body
+	}
+	res, body := get(t)
+	whole := string(body)
+	size := strconv.Itoa(len(whole))
+	if res.StatusCode != 200 || !strings.HasPrefix(whole, "id,name\n1,xxx") || json.Number(size) != exp["size_bytes"] {
+		t.Fatalf("the whole file: %d, %d bytes, want 200 and %v", res.StatusCode, len(whole), exp["size_bytes"])
+	}
+	ranges := func(n int, spec func(i int) string) string {
+		specs := make([]string, n)
+		for i := range specs {
+			specs[i] = spec(i)
+		}
+		return "bytes=" + strings.Join(specs, ",")
+	}
+	oneByte := func(i int) string { return fmt.Sprintf("%d-%d", i, i) }
+	firstByte := func(int) string { return "0-0" }
+
+	tests := []struct {
+		name    string
+		headers []string // Range first
+		status  int
+		parts   []string // a 206's parts, in order; else the body is the whole file (200) or none (304) or the envelope (416)
+		cr      string   // Content-Range of a 206 with one part or of a 416
+	}{
+		{"SingleRangeIsPartial", []string{"Range", "bytes=8-15"}, 206, []string{whole[8:16]}, "bytes 8-15/" + size},
+		{"TwoRangesAreMultipart", []string{"Range", "bytes=0-1,4-5"}, 206, []string{whole[0:2], whole[4:6]}, ""},
+		{"SuffixRangeIsTheEnd", []string{"Range", "bytes=-3"}, 206, []string{whole[len(whole)-3:]}, fmt.Sprintf("bytes %d-%d/%s", len(whole)-3, len(whole)-1, size)},
+		{"LastPastTheEndIsClamped", []string{"Range", "bytes=10-99999999999999999999"}, 206, []string{whole[10:]}, fmt.Sprintf("bytes 10-%d/%s", len(whole)-1, size)},
+		{"UnitIsCaseInsensitive", []string{"Range", "Bytes=0-1"}, 206, []string{whole[0:2]}, "bytes 0-1/" + size},
+		{"SixteenRangesArePartial", []string{"Range", ranges(16, oneByte)}, 206, strings.Split(whole[:16], ""), ""},
+		{"OtherUnitIsIgnored", []string{"Range", "items=0-1"}, 200, nil, ""},
+		{"MalformedIsIgnored", []string{"Range", "bytes=abc"}, 200, nil, ""},
+		{"LastBeforeFirstIsIgnored", []string{"Range", "bytes=5-3"}, 200, nil, ""},
+		{"SignedPositionIsIgnored", []string{"Range", "bytes=+0-1"}, 200, nil, ""},
+		{"NoRangeIsIgnored", []string{"Range", "bytes=,"}, 200, nil, ""},
+		{"SeventeenRangesAreIgnored", []string{"Range", ranges(17, oneByte)}, 200, nil, ""},
+		{"TwoThousandOverlappingRangesAreIgnored", []string{"Range", ranges(2000, firstByte)}, 200, nil, ""},
+		{"OverlappingRangesAreIgnored", []string{"Range", "bytes=0-5,3-8"}, 200, nil, ""},
+		{"ZeroSuffixIsUnsatisfiable", []string{"Range", "bytes=-0"}, 416, nil, "bytes */" + size},
+		{"StartPastTheEndIsUnsatisfiable", []string{"Range", "bytes=" + size + "-"}, 416, nil, "bytes */" + size},
+		{"ZeroSuffixBesideARangeIsDropped", []string{"Range", "bytes=-0,0-1"}, 206, []string{whole[0:2]}, "bytes 0-1/" + size},
+		{"ZeroSuffixWithStaleIfRangeIsWhole", []string{"Range", "bytes=-0", "If-Range", `"other"`}, 200, nil, ""},
+		{"ZeroSuffixWithMatchingIfNoneMatchIsNotModified", []string{"Range", "bytes=-0", "If-None-Match", etag}, 304, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			res, body := get(t, tt.headers...)
+			is.Equal(res.StatusCode, tt.status)
+			switch tt.status {
+			case 200:
+				is.Equal(string(body), whole)
+				is.Equal(res.Header.Get("Content-Range"), "")
+			case 304:
+				is.Equal(len(body), 0)
+			case 416:
+				var env struct {
+					Error struct{ Code, Message string }
+				}
+				is.NoErr(json.Unmarshal(body, &env))
+				is.Equal(env.Error.Code, "range_not_satisfiable")
+				is.Equal(res.Header.Get("Content-Range"), tt.cr)
+			case 206:
+				if len(tt.parts) == 1 {
+					is.Equal(string(body), tt.parts[0])
+					is.Equal(res.Header.Get("Content-Range"), tt.cr)
+					return
+				}
+				mt, params, err := mime.ParseMediaType(res.Header.Get("Content-Type"))
+				is.NoErr(err)
+				is.Equal(mt, "multipart/byteranges")
+				mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+				var got []string
+				for {
+					p, err := mr.NextPart()
+					if err == io.EOF {
+						break
+					}
+					is.NoErr(err)
+					b, err := io.ReadAll(p)
+					is.NoErr(err)
+					got = append(got, string(b))
+				}
+				is.Equal(got, tt.parts)
+			}
+		})
+	}
 }
 
 // TestExportListDocumentedDefault: the status the OpenAPI document gives

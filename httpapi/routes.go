@@ -458,14 +458,23 @@ func (h *Handler) downloadExport(ctx context.Context, w http.ResponseWriter, r *
 	w.Header().Set("ETag", `"`+exp.SHA256+`"`)
 	w.Header().Set("Cache-Control", "private, no-cache")
 	// ServeContent sets Content-Length and answers conditional and range
-	// requests against the ETag.
+	// requests against the ETag; it sees the Range header as
+	// rangeForServeContent rewrites it, or none when that ignores it.
+	if rh := r.Header.Get("Range"); rh != "" {
+		r = r.Clone(r.Context())
+		if rh = rangeForServeContent(rh, exp.SizeBytes); rh == "" {
+			r.Header.Del("Range")
+		} else {
+			r.Header.Set("Range", rh)
+		}
+	}
 	dw := &downloadWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: h.opts.StreamWriteTimeout}
 	http.ServeContent(dw, r, "", exp.CreatedAt.Time, f)
 	if dw.refused {
 		// ServeContent's own 416 is text: the envelope instead, with
 		// its Content-Range.
 		w.Header().Del("Content-Disposition")
-		return errorf(pd.ErrRangeNotSatisfiable, "the range asked for is not within the file's %d bytes", exp.SizeBytes)
+		return errorf(pd.ErrRangeNotSatisfiable, "no range asked for selects any of the file's %d bytes", exp.SizeBytes)
 	}
 	return nil
 }
