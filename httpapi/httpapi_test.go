@@ -311,6 +311,8 @@ func TestTokenRoutes(t *testing.T) {
 		is.Equal(tok["token_name"], "ci")
 		is.Equal(tok["role"], "read")
 		is.Equal(tok["expires_at"], "2030-01-01T00:00:00.000Z")
+		res = a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"expires_at":null}`), 201, "") // null, as absent: never
+		is.Equal(res.data()["token"].(map[string]any)["expires_at"], nil)
 	})
 	t.Run("Refusals", func(t *testing.T) {
 		a.must(a.do("POST", "/projects/acme/auth/tokens", a.write, `{}`), 403, "permission_denied")
@@ -321,6 +323,14 @@ func TestTokenRoutes(t *testing.T) {
 		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"token_type":5}`), 400, "invalid_token_type")
 		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"expires_at":"2020-01-01T00:00:00Z"}`), 400, "invalid_expires_at")
 		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"expires_at":"tomorrow"}`), 400, "invalid_expires_at")
+		// Sent, expires_at must be a timestamp string: a number, a boolean,
+		// an object or an array is not one, and the message says so.
+		for _, v := range []string{`12345`, `1.5e12`, `true`, `{"at":"2030-01-01T00:00:00Z"}`, `["2030-01-01T00:00:00Z"]`} {
+			res := a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"expires_at":`+v+`}`), 400, "invalid_expires_at")
+			if msg := res.Env.Error.Message; !strings.Contains(msg, "timestamp string") {
+				t.Errorf("expires_at %s: message %q does not say a timestamp string is wanted", v, msg)
+			}
+		}
 		a.must(a.do("POST", "/projects/acme/auth/tokens", a.admin, `{"role":"root"}`), 400, "invalid_request")
 		a.must(a.do("DELETE", "/projects/acme/auth/tokens/999", a.admin, ""), 404, "token_not_found")
 		a.must(a.do("DELETE", "/projects/acme/auth/tokens/abc", a.admin, ""), 404, "token_not_found")

@@ -86,7 +86,7 @@ func (h *Handler) createToken(ctx context.Context, r *http.Request, ps httproute
 		TokenName string  `json:"token_name"`
 		TokenType any     `json:"token_type"` // absent or null: the default
 		Role      pd.Role `json:"role"`
-		ExpiresAt *string `json:"expires_at"`
+		ExpiresAt any     `json:"expires_at"` // absent or null: never expires
 	}
 	if _, err := h.decodeBody(r, &body); err != nil {
 		return 0, nil, err
@@ -101,7 +101,14 @@ func (h *Handler) createToken(ctx context.Context, r *http.Request, ps httproute
 		req.Type = pd.TokenType
 	}
 	if body.ExpiresAt != nil {
-		t, err := time.Parse(time.RFC3339Nano, *body.ExpiresAt)
+		// Sent, it must be a timestamp string; any other value is
+		// invalid_expires_at (CONTRACT §7), which the decoder's type
+		// error for a *string field, invalid_request, was not.
+		s, ok := body.ExpiresAt.(string)
+		if !ok {
+			return 0, nil, errorf(pd.ErrInvalidExpiresAt, "expires_at must be null or an RFC 3339 timestamp string such as \"2027-01-01T00:00:00Z\"")
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
 			return 0, nil, errorf(pd.ErrInvalidExpiresAt, "expires_at must be an RFC 3339 timestamp such as 2027-01-01T00:00:00Z")
 		}
