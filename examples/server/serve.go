@@ -55,7 +55,7 @@ func (c *serveConfig) flags(name string) *flag.FlagSet {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address, HOST:PORT (:PORT listens on every interface)")
 	fs.StringVar(&c.data, "data", defaultDataDir, "data folder (created if missing)")
 	fs.BoolVar(&c.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics")
-	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "connections served at once; more wait in the kernel's backlog")
+	fs.IntVar(&c.maxConns, "max-conns", defaultMaxConns, "connections served at once; when all are taken, the one idle the longest is closed for a new one, and more wait in the kernel's backlog")
 	fs.StringVar(&c.replica, "replica", "", "replicate every project with Litestream to this URL (s3://BUCKET/PATH?endpoint=…&region=…&force-path-style=true, or file:///PATH)")
 	fs.StringVar(&c.litestream, "litestream", "", "litestream binary for -replica (default: litestream on PATH)")
 	fs.Var(&c.limits, "limit", "one of the service's bounds, as NAME=VALUE (listed below); repeat it for each")
@@ -147,7 +147,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 // runServer serves on ln until ctx ends, then shuts down gracefully: the
 // handler's health check turns 503 first (BeginShutdown), the server goes
 // on serving for lim.shutdownDelay, closing each connection after its
-// request, then stops accepting and drains the requests in flight.
+// request, then stops accepting and drains the requests in flight. A
+// listener with a ConnState method (boundedListener) hears of each
+// connection's state.
 func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, lim serverLimits) error {
 	srv := &http.Server{
 		Handler:           h,
@@ -157,6 +159,11 @@ func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 		IdleTimeout:       lim.idle,
 		MaxHeaderBytes:    lim.maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	if b, ok := ln.(interface {
+		ConnState(net.Conn, http.ConnState)
+	}); ok {
+		srv.ConnState = b.ConnState // boundedListener closes idle connections for room
 	}
 	if s, ok := h.(interface{ CloseStreams() }); ok {
 		srv.RegisterOnShutdown(s.CloseStreams) // a change stream never ends by itself
