@@ -98,6 +98,36 @@ func TestListResultBudget(t *testing.T) {
 		pdtest.Code(t, err2, projectdata.ErrQueryResultTooLarge)
 		is.True(alloc < 8<<20)
 	})
+	t.Run("ARecordOverTheBudgetIs413", func(t *testing.T) {
+		// A single record's read and update carry its row too (CONTRACT
+		// §10: every response that carries rows): over the budget they are
+		// refused as a list refuses it, without its JSON being built, and
+		// the update is not made.
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, nil)
+		createTable(t, s, "big", projectdata.ColumnDef{Name: "v"}, projectdata.ColumnDef{Name: "n", Type: "INTEGER"})
+		res, err := s.Insert(ctx, "acme", "big", []projectdata.Row{{"v": strings.Repeat("<", 2<<20), "n": 1}, {"v": "small", "n": 2}})
+		is.NoErr(err)
+		id := res.InsertedIDs[0]
+		var err2 error
+		alloc := allocated(func() { _, err2 = s.AppendRecordJSON(ctx, nil, "acme", "big", id) })
+		pdtest.Code(t, err2, projectdata.ErrQueryResultTooLarge)
+		is.True(alloc < 8<<20) // not the 12 MiB of the row's JSON
+		_, err = s.GetRecord(ctx, "acme", "big", id)
+		pdtest.Code(t, err, projectdata.ErrQueryResultTooLarge)
+		_, err = s.UpdateRecord(ctx, "acme", "big", id, projectdata.Row{"n": 3})
+		pdtest.Code(t, err, projectdata.ErrQueryResultTooLarge)
+		// Growing a small row past the budget is refused; shrinking the big
+		// one is not.
+		_, err = s.UpdateRecord(ctx, "acme", "big", res.InsertedIDs[1], projectdata.Row{"v": strings.Repeat("<", 2<<20)})
+		pdtest.Code(t, err, projectdata.ErrQueryResultTooLarge)
+		row, err := s.UpdateRecord(ctx, "acme", "big", id, projectdata.Row{"v": "shrunk"})
+		is.NoErr(err)
+		is.Equal(row, projectdata.Row{"id": id, "v": "shrunk", "n": int64(1)}) // n was not made 3
+		row, err = s.GetRecord(ctx, "acme", "big", res.InsertedIDs[1])
+		is.NoErr(err)
+		is.Equal(row["v"], "small")
+	})
 	t.Run("SixtyRowsOf8MB", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("writes 480 MB; the 512 KiB version above runs with -short")

@@ -797,8 +797,9 @@ func showID(id any) string {
 // value or its string form (5 or "5" for an INTEGER key).
 //
 // Errors: ErrRecordNotFound (also for an id that cannot be a key of the
-// table, such as "abc" for an INTEGER key), ErrTableNotFound,
-// ErrProjectNotFound, ErrPermissionDenied.
+// table, such as "abc" for an INTEGER key), ErrQueryResultTooLarge (a row
+// whose JSON takes more than Options.QueryMaxBytes, as a list refuses it),
+// ErrTableNotFound, ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) GetRecord(ctx context.Context, slug, table string, id any) (Row, error) {
 	rec, err := s.FindRecord(ctx, slug, table, id)
 	return rec.Row, err
@@ -818,6 +819,9 @@ func (s *Store) FindRecord(ctx context.Context, slug, table string, id any) (Rec
 	var rec Record
 	err := s.withProject(ctx, slug, OpGetRecord, func(p *project) error {
 		return p.readByKey(ctx, table, id, func(t *tableInfo, st *sqlite3.Stmt) (err error) {
+			if err := t.checkRowBudget(st, s.opts.QueryMaxBytes); err != nil {
+				return err
+			}
 			rec.Table = t.Name
 			rec.Row, err = t.scanRow(st, make([]any, st.ColumnCount()))
 			return err

@@ -119,6 +119,19 @@ func (r *jsonRows) appendRow(k *rowKeys, st *sqlite3.Stmt, names []string, room 
 	return len(r.buf) - at, true
 }
 
+// checkRowBudget refuses the current row of st, a row of t with its
+// columns in table order, when its JSON takes more than max bytes (the
+// result budget, Options.QueryMaxBytes): what a list refuses as a single
+// row over the budget, a single record's read and update refuse too. The
+// row is measured, not encoded, and only when its text and blobs are
+// large (bigRowSize).
+func (t *tableInfo) checkRowBudget(st *sqlite3.Stmt, max int) error {
+	if size, big := bigRowSize(&t.keys, st); big && size > max {
+		return errorf(ErrQueryResultTooLarge, "the row of table %q takes %d bytes of JSON, more than the result budget of %d bytes; list it with fewer columns", t.Name, size, max)
+	}
+	return nil
+}
+
 // bigRowBytes is the text and blob bytes from which appendRow measures a
 // row before it encodes it.
 const bigRowBytes = 64 << 10
@@ -346,6 +359,9 @@ func (s *Store) AppendRecordJSON(ctx context.Context, dst []byte, slug, table st
 	out := dst
 	err := s.withProject(ctx, slug, OpGetRecord, func(p *project) error {
 		return p.readByKey(ctx, table, id, func(t *tableInfo, st *sqlite3.Stmt) error {
+			if err := t.checkRowBudget(st, s.opts.QueryMaxBytes); err != nil {
+				return err
+			}
 			out = append(dst, `{"table":`...)
 			out = appendHTMLSafeString(out, t.Name)
 			out = append(out, `,"row":`...)

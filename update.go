@@ -16,8 +16,10 @@ import (
 //
 // Errors: ErrInvalidRequest (empty data, a column given twice),
 // ErrColumnNotFound, ErrInvalidColumnValue, ErrUniqueViolation,
-// ErrNotNullViolation, ErrRecordNotFound, ErrTableNotFound,
-// ErrProjectNotFound, ErrPermissionDenied.
+// ErrNotNullViolation, ErrRecordNotFound, ErrQueryResultTooLarge (the row
+// after the update would take more than Options.QueryMaxBytes of JSON: the
+// update is not made), ErrTableNotFound, ErrProjectNotFound,
+// ErrPermissionDenied.
 func (s *Store) UpdateRecord(ctx context.Context, slug, table string, id any, data Row) (Row, error) {
 	rec, err := s.UpdateFoundRecord(ctx, slug, table, id, data)
 	return rec.Row, err
@@ -66,6 +68,9 @@ func (s *Store) UpdateFoundRecord(ctx context.Context, slug, table string, id an
 			args = append(args, k)
 			scratch := make([]any, len(t.columns))
 			found, err := c.queryRow(sql.String(), args, func(st *sqlite3.Stmt) (err error) {
+				if err := t.checkRowBudget(st, s.opts.QueryMaxBytes); err != nil {
+					return err // rolls the update back: its answer is the row
+				}
 				rec.Row, err = t.scanRow(st, scratch)
 				return err
 			})

@@ -463,6 +463,15 @@ func TestQueryBudgetsOverHTTP(t *testing.T) {
 	a := &api{t: t, store: store, admin: admin, h: httpapi.New(store, nil)}
 	a.must(a.do("POST", "/projects/acme/query", admin, `{"sql":"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c"}`), 422, "query_budget_exceeded")
 	a.must(a.do("POST", "/projects/acme/query", admin, `{"sql":"SELECT zeroblob(5000)"}`), 413, "query_result_too_large")
+	// A single record over the budget, read or updated, as a list refuses it.
+	a.must(a.do("POST", "/projects/acme/table", admin, `{"table_name":"big","columns":[{"column_name":"v"}]}`), 201, "")
+	if _, err := store.Insert(ctx, "acme", "big", []projectdata.Row{{"v": strings.Repeat("x", 100<<10)}}); err != nil {
+		t.Fatal(err)
+	}
+	a.must(a.do("GET", "/projects/acme/records/big/1", admin, ""), 413, "query_result_too_large")
+	a.must(a.do("PATCH", "/projects/acme/records/big/1", admin, `{"v":"y"}`), 200, "")
+	a.must(a.do("PATCH", "/projects/acme/records/big/1", admin, `{"v":"`+strings.Repeat("z", 100<<10)+`"}`), 413, "query_result_too_large")
+	a.must(a.do("GET", "/projects/acme/records/big/1", admin, ""), 200, "")
 }
 
 func TestColumnChangeRoutes(t *testing.T) {
