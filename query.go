@@ -746,8 +746,14 @@ func paramValue(v any) (any, error) {
 			return n, nil
 		}
 		f, err := x.Float64()
-		if err != nil || math.IsInf(f, 0) {
+		switch {
+		case err != nil && !errors.Is(err, strconv.ErrRange):
+			return nil, errors.New("a parameter must be a string, number, boolean or null")
+		case err != nil || math.IsInf(f, 0):
 			return nil, errors.New("the number is out of range")
+		case !strings.ContainsAny(string(x), ".eE"):
+			// An integer written as one would be bound rounded, as a REAL.
+			return nil, errors.New("the integer is out of the 64-bit range SQLite holds; send it as text, or with a fraction or an exponent to bind it as a REAL")
 		}
 		return f, nil
 	}

@@ -3,6 +3,7 @@ package projectdata_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -390,5 +391,32 @@ func FuzzQuery(f *testing.F) {
 	})
 	if pdtest.FileSum(f, fx.dir, "acme") != before {
 		f.Fatal("the database files changed")
+	}
+}
+
+// TestQueryIntegerParamsKeepTheirPrecision: an integer parameter past
+// int64 is refused rather than bound rounded to a REAL (an insert refuses
+// it too); written with a fraction or an exponent it is a REAL.
+func TestQueryIntegerParamsKeepTheirPrecision(t *testing.T) {
+	f := newQueryFixture(t, nil, 1)
+	for _, n := range []string{"9223372036854775808", "-9223372036854775809", "123456789012345678901234567890"} {
+		_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT ? AS v", Args: []any{json.Number(n)}})
+		pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+		_, err = f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT :n AS v", Named: map[string]any{"n": json.Number(n)}})
+		pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+	}
+	_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT ? AS v", Args: []any{json.Number("twelve")}})
+	pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+	for n, want := range map[string]any{
+		"9223372036854775807":   int64(math.MaxInt64),
+		"-9223372036854775808":  int64(math.MinInt64),
+		"9223372036854775808.0": 9223372036854775808.0,
+		"1.5e300":               1.5e300,
+		"1E3":                   1000.0,
+	} {
+		res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT ? AS v", Args: []any{json.Number(n)}})
+		if err != nil || res.Rows[0]["v"] != want {
+			t.Errorf("%s: %v (%T), %v; want %v", n, res.Rows, res.Rows, err, want)
+		}
 	}
 }
