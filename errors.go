@@ -82,9 +82,11 @@ const (
 	ErrExportQuotaExceeded Code = "export_quota_exceeded"
 )
 
-// Error codes of operations that only the Go API and the server's command
-// line offer (no HTTP route of the specification can produce them), or of
-// extension routes the contract lists without naming their not-found code.
+// Error codes the contract's status tables do not list: project_exists,
+// of creating a project (the Go API and the server's command line only);
+// token_not_found, of revoking a token that does not exist (HTTP 404);
+// store_closed, of a closed Store, which the HTTP health check answers
+// while the server shuts down (HTTP 503); range_not_satisfiable.
 const (
 	ErrProjectExists Code = "project_exists"
 	ErrTokenNotFound Code = "token_not_found"
