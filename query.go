@@ -599,7 +599,7 @@ func (q *queryRun) stepError(sb *sandbox, err error) error {
 	case errors.Is(err, sqlite3.INTERRUPT) && q.budget.Err() != nil:
 		return q.budgetError()
 	case errors.Is(err, sqlite3.TOOBIG):
-		return errorf(ErrQueryResultTooLarge, "a value of the result exceeds %d bytes", q.s.opts.QueryMaxBytes)
+		return errorf(ErrQueryResultTooLarge, "a value the query makes, in its result or on the way to it, exceeds %d bytes", q.s.opts.QueryMaxBytes)
 	case errors.Is(err, sqlite3.NOMEM):
 		return errQueryHeap
 	case errors.Is(err, sqlite3.AUTH):

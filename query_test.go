@@ -420,3 +420,15 @@ func TestQueryIntegerParamsKeepTheirPrecision(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryValueOverTheBudgetOnTheWay: a value too big for the result
+// budget that the query only makes on the way (its result is a count) is
+// refused with a message that does not say the result holds it.
+func TestQueryValueOverTheBudgetOnTheWay(t *testing.T) {
+	f := newQueryFixture(t, &projectdata.Options{QueryMaxBytes: 1 << 20}, 1)
+	_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT length(zeroblob(?)) AS n", Args: []any{2 << 20}})
+	pdtest.Code(t, err, projectdata.ErrQueryResultTooLarge)
+	if !strings.Contains(err.Error(), "on the way") {
+		t.Errorf("message %q", err)
+	}
+}
