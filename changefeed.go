@@ -178,9 +178,7 @@ func (f *feed) run() {
 	poll := time.NewTicker(feedPoll)
 	defer poll.Stop()
 	for {
-		if err := f.read(); err != nil && ErrorCode(err) != ErrStoreClosed {
-			f.fs.s.opts.Logger.Error("read change log", "project", f.slug, "err", err)
-		}
+		f.logReadError(f.read())
 		select {
 		case <-f.dirty:
 		case <-poll.C:
@@ -193,6 +191,20 @@ func (f *feed) run() {
 			f.mu.Unlock()
 			return
 		}
+	}
+}
+
+// logReadError logs a failed read of the log, which the next signal or
+// poll retries: as a warning when the project was busy (its readers all
+// taken, by many followers catching up, say: load, not a fault), not at
+// all once the Store is closed.
+func (f *feed) logReadError(err error) {
+	switch ErrorCode(err) {
+	case "", ErrStoreClosed:
+	case ErrServerBusy:
+		f.fs.s.opts.Logger.Warn("read change log", "project", f.slug, "err", err)
+	default:
+		f.fs.s.opts.Logger.Error("read change log", "project", f.slug, "err", err)
 	}
 }
 

@@ -3,7 +3,9 @@ package projectdata
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
@@ -230,4 +232,22 @@ func TestChangePageBudgetCountsTheEncodedChanges(t *testing.T) {
 			t.Errorf("budget %d: a page of %d changes of %d bytes, want %d changes", budget, len(page.Changes), len(enc), want)
 		}
 	}
+}
+
+// TestFeedLogsABusyProjectAsAWarning: a read of the log that finds the
+// project's readers all taken is load, logged as a warning, and retried;
+// other failures are errors; a closed Store is not logged.
+func TestFeedLogsABusyProjectAsAWarning(t *testing.T) {
+	is := is.New(t)
+	var logged strings.Builder
+	s := itemsStore(t, &Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	f := &feed{fs: s.feeds, slug: "acme", wake: make(chan struct{})}
+	f.logReadError(nil)
+	f.logReadError(errorf(ErrStoreClosed, "the store is closed"))
+	is.Equal(logged.String(), "")
+	f.logReadError(errorf(ErrServerBusy, "busy"))
+	is.True(strings.Contains(logged.String(), "level=WARN"))
+	logged.Reset()
+	f.logReadError(errors.New("disk on fire"))
+	is.True(strings.Contains(logged.String(), "level=ERROR"))
 }
