@@ -51,8 +51,8 @@ type Options struct {
 	// length is unknown) before its body is read, and gives it back when
 	// it is answered. A request that does not fit waits for others, in
 	// turn, up to BodyWait, then gets 503 server_busy with Retry-After.
-	// Decoded, a body takes about twice its bytes. Zero: 32 × MaxBodyBytes
-	// (256 MiB).
+	// Decoded and bound, a body takes two to three times its bytes. Zero:
+	// 16 × MaxBodyBytes (128 MiB).
 	MaxBodyBytesInFlight int64
 	// BodyWait bounds the wait for room under MaxBodyBytesInFlight. Zero: 2s.
 	BodyWait time.Duration
@@ -112,7 +112,7 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 		o.MaxBodyBytes = 8 << 20
 	}
 	if o.MaxBodyBytesInFlight <= 0 {
-		o.MaxBodyBytesInFlight = 32 * o.MaxBodyBytes
+		o.MaxBodyBytesInFlight = 16 * o.MaxBodyBytes
 	}
 	if o.BodyWait <= 0 {
 		o.BodyWait = 2 * time.Second

@@ -48,7 +48,7 @@ var serviceLimitNames = []serviceLimit{
 	{"change-retention", "how long the change log is kept (ChangeRetention; default 168h)", durationLimit(func(l *serviceLimits) *time.Duration { return &l.store.ChangeRetention })},
 	{"max-streams-per-token", "change streams one token follows at once (MaxChangeStreamsPerToken; default 16)", intLimit(func(l *serviceLimits) *int { return &l.store.MaxChangeStreamsPerToken })},
 	{"max-body-bytes", "bytes of a request body (MaxBodyBytes; default 8 MiB)", int64Limit(func(l *serviceLimits) *int64 { return &l.api.MaxBodyBytes })},
-	{"max-body-bytes-in-flight", "bytes of the request bodies read at once (MaxBodyBytesInFlight; default 32 × max-body-bytes)", int64Limit(func(l *serviceLimits) *int64 { return &l.api.MaxBodyBytesInFlight })},
+	{"max-body-bytes-in-flight", "bytes of the request bodies read at once (MaxBodyBytesInFlight; default 16 × max-body-bytes)", int64Limit(func(l *serviceLimits) *int64 { return &l.api.MaxBodyBytesInFlight })},
 	{"body-wait", "wait for room under max-body-bytes-in-flight before 503 (BodyWait; default 2s)", durationLimit(func(l *serviceLimits) *time.Duration { return &l.api.BodyWait })},
 	{"stream-write-timeout", "each write of a change stream or download (StreamWriteTimeout; default 30s)", durationLimit(func(l *serviceLimits) *time.Duration { return &l.api.StreamWriteTimeout })},
 }
