@@ -246,13 +246,20 @@ func (s *Store) query(ctx context.Context, slug string, req QueryRequest, enc *j
 			limit = DefaultQueryLimit
 		}
 		limit = max(1, min(limit, MaxQueryLimit))
-		start := time.Now()
+		// The duration is the query's, from when it has its connection:
+		// not the wait for one (as its budget is not).
+		var start time.Time
 		err = p.readSchema(ctx, func(c *conn, sc *schema) error {
+			if start.IsZero() {
+				start = time.Now()
+			}
 			var err error
 			res, err = s.runQuery(ctx, c, sc, req, limit, enc)
 			return err
 		})
-		res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+		if !start.IsZero() {
+			res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+		}
 		return err
 	})
 	return res, err
