@@ -32,6 +32,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -245,13 +246,25 @@ var runIDPattern = regexp.MustCompile(`^oprun_[A-Za-z0-9_-]{1,64}$`)
 func newExchange(w http.ResponseWriter, r *http.Request, h *Handler) *exchange {
 	x := &exchange{requestID: randomID("req_")}
 	setHeader(w, "X-Request-Id", &x.requestIDHeader, x.requestID)
-	key := r.Header.Get("X-Operation-Key")
-	runIDs, runSent := r.Header["X-Operation-Run-Id"] // canonical, as net/http reads it
-	runID := ""
+	// The names in canonical form, as net/http reads them.
+	keys := r.Header["X-Operation-Key"]
+	runIDs, runSent := r.Header["X-Operation-Run-Id"]
+	key, runID := "", ""
+	if len(keys) > 0 {
+		key = keys[0]
+	}
 	if len(runIDs) > 0 {
 		runID = runIDs[0]
 	}
 	switch {
+	case len(keys) > 1 || len(runIDs) > 1:
+		// Which one a proxy in front read is unknown, as for Authorization.
+		x.opHeaderErr = errorf(projectdata.ErrInvalidRequest, "send at most one X-Operation-Key and one X-Operation-Run-Id header")
+		return x
+	case !utf8.ValidString(key):
+		// The envelope, JSON, could not echo it as sent.
+		x.opHeaderErr = errorf(projectdata.ErrInvalidRequest, "X-Operation-Key must be UTF-8 text")
+		return x
 	case runSent && !runIDPattern.MatchString(runID):
 		x.opHeaderErr = errorf(projectdata.ErrInvalidOperationRunID, "X-Operation-Run-Id must be oprun_ followed by 1 to 64 of A-Z, a-z, 0-9, _ and -")
 	case runSent:

@@ -263,6 +263,24 @@ func TestOperationHeaders(t *testing.T) {
 		is.True(strings.HasPrefix(res.Env.OperationRunID, "oprun_"))
 		is.Equal(res.Env.OperationGroupingStatus, "generated_run")
 	})
+	t.Run("OneOfEachAndUTF8", func(t *testing.T) {
+		// Two of a header: which one a proxy in front read is unknown. A
+		// key that is not UTF-8 could not be echoed as sent.
+		for _, h := range []http.Header{
+			{"X-Operation-Key": {"a", "b"}},
+			{"X-Operation-Run-Id": {"oprun_a", "oprun_b"}},
+			{"X-Operation-Key": {"k\xff"}},
+		} {
+			req := httptest.NewRequest("GET", "/projects/acme", nil)
+			req.Header = h
+			req.Header.Set("Authorization", "Bearer "+a.read)
+			rec := httptest.NewRecorder()
+			a.h.ServeHTTP(rec, req)
+			if rec.Code != 400 || !strings.Contains(rec.Body.String(), `"invalid_request"`) {
+				t.Errorf("%v: %d %s", h, rec.Code, rec.Body)
+			}
+		}
+	})
 	t.Run("EchoedOnErrorsToo", func(t *testing.T) {
 		is := is.New(t)
 		res := a.must(a.do("GET", "/projects/acme/column/nope", a.read, "", "X-Operation-Run-Id", "oprun_x"), 404, "table_not_found")
