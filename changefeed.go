@@ -344,7 +344,9 @@ func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) i
 			return
 		}
 		if err := s.withProject(ctx, slug, OpListChanges, func(*project) error { return nil }); err != nil {
-			yield(Change{}, err)
+			if ctx.Err() == nil { // ended before it began: it stops without an error
+				yield(Change{}, err)
+			}
 			return
 		}
 		// A follower outlives its token's check: the token is checked

@@ -251,3 +251,16 @@ func TestFeedLogsABusyProjectAsAWarning(t *testing.T) {
 	f.logReadError(errors.New("disk on fire"))
 	is.True(strings.Contains(logged.String(), "level=ERROR"))
 }
+
+// TestFollowChangesWithAnEndedContext: an iteration whose context has
+// ended before it begins stops without an error, as one that ends while
+// it waits does (it yielded context.Canceled: a test's follower, stopped
+// at once, failed with it now and then).
+func TestFollowChangesWithAnEndedContext(t *testing.T) {
+	s := itemsStore(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for c, err := range s.FollowChanges(ctx, "acme", ChangeQuery{}) {
+		t.Fatalf("yielded %v, %v", c, err)
+	}
+}
