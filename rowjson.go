@@ -127,7 +127,7 @@ func (r *jsonRows) appendRow(k *rowKeys, st *sqlite3.Stmt, names []string, room 
 // large (bigRowSize).
 func (t *tableInfo) checkRowBudget(st *sqlite3.Stmt, max int) error {
 	if size, big := bigRowSize(&t.keys, st); big && size > max {
-		return errorf(ErrQueryResultTooLarge, "the row of table %q takes %d bytes of JSON, more than the result budget of %d bytes; list it with fewer columns", t.Name, size, max)
+		return errorf(ErrQueryResultTooLarge, "the row of table %q takes %d bytes of JSON, more than the result budget of %d bytes (a list of fewer of its columns can read it)", t.Name, size, max)
 	}
 	return nil
 }
