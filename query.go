@@ -755,7 +755,7 @@ func paramValue(v any) (any, error) {
 		f, err := x.Float64()
 		switch {
 		case err != nil && !errors.Is(err, strconv.ErrRange):
-			return nil, errors.New("a parameter must be a string, number, boolean or null")
+			return nil, errParamKind
 		case err != nil || math.IsInf(f, 0):
 			return nil, errors.New("the number is out of range")
 		case !strings.ContainsAny(string(x), ".eE"):
@@ -764,8 +764,11 @@ func paramValue(v any) (any, error) {
 		}
 		return f, nil
 	}
-	return nil, errors.New("a parameter must be a string, number, boolean or null")
+	return nil, errParamKind
 }
+
+// errParamKind is a parameter value of a kind Query does not bind.
+var errParamKind = errors.New("a parameter must be a string, number, boolean or null")
 
 // resultColumns returns the statement's column names, a repeated name
 // suffixed so that every row key is unique.

@@ -104,6 +104,9 @@ func isoExtended(s string) string {
 			}
 		}
 	}
+	if string(b) == s { // the usual case: no copy made
+		return s
+	}
 	return string(b)
 }
 
