@@ -168,8 +168,7 @@ func copyFile(ctx context.Context, in io.Reader, dst string) error {
 func backupRestoreSource(ctx context.Context, src, dst string) error {
 	db, err := sqlite3.OpenFlags(src, sqlite3.OPEN_READONLY|sqlite3.OPEN_EXRESCODE)
 	if err == nil {
-		db.SetInterrupt(ctx)
-		err = db.Backup("main", dst)
+		err = backupTo(ctx, db, dst)
 		if cerr := db.Close(); err == nil {
 			err = cerr
 		}

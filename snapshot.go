@@ -108,7 +108,7 @@ func (p *project) writeSnapshot(ctx context.Context, dir, name string, charge *e
 			if err := charge.grow(reserved); err != nil {
 				return err
 			}
-			return c.db.Backup("main", f.Name())
+			return backupTo(ctx, c.db, f.Name())
 		})
 		if err != nil {
 			// A backup that failed part way (the disk full) leaves the
@@ -125,6 +125,37 @@ func (p *project) writeSnapshot(ctx context.Context, dir, name string, charge *e
 		return charge.grow(out.size - reserved)
 	})
 	return out, tables, err
+}
+
+// backupPages is how many pages one step of backupTo copies (4 MiB of
+// the usual 4 KiB pages) before it looks at its context again.
+const backupPages = 1024
+
+// backupTo copies the main database of db to the new file dst with
+// SQLite's backup API, backupPages at a time, and stops with ctx's error
+// as soon as ctx ends: a backup in one step (sqlite3.Conn.Backup) runs to
+// its end whatever the context, SQLite's interrupt not reaching it. A
+// backup stopped part way leaves dst partial, for the caller to remove.
+// Run inside a read transaction of db, it copies that transaction's
+// snapshot: writes of other connections meanwhile do not restart it.
+func backupTo(ctx context.Context, db *sqlite3.Conn, dst string) (err error) {
+	b, err := db.BackupInit("main", dst)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := b.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if done, err := b.Step(backupPages); done || err != nil {
+			return err
+		}
+	}
 }
 
 // digestFile returns a file's size and its SHA-256 in lower-case hex.

@@ -1,9 +1,11 @@
 package projectdata_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -211,4 +213,58 @@ func rawText(t *testing.T, c *sqlite3.Conn, sql string) string {
 		t.Fatalf("no row from %.60q: %v", sql, st.Err())
 	}
 	return st.ColumnText(0)
+}
+
+// TestProjectExportStopsWhenItsContextEnds cancels a snapshot of a large
+// project as soon as its temporary file holds data: the snapshot stops
+// there, its file never grows to the database's size, and it returns the
+// context's error, leaving no file and no manifest. The project's other
+// operations go on.
+func TestProjectExportStopsWhenItsContextEnds(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.Open(t, nil)
+	_, _, err := s.CreateProject(ctx, "acme", "Acme")
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "seq", Columns: []projectdata.ColumnDef{{Name: "v"}}})
+	is.NoErr(err)
+	const rows, rowBytes = 12_000, 4000 // about 48 MB
+	pdtest.Exec(t, pdtest.Raw(t, dir, "acme"), fmt.Sprintf(`INSERT INTO seq (id, v) SELECT value, hex(randomblob(%d)) FROM generate_series(1, %d)`, rowBytes/2, rows))
+	exports := filepath.Join(dir, "acme", "exports")
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var largest atomic.Int64 // the largest size of a file in exports/ seen
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			names, _ := os.ReadDir(exports)
+			for _, n := range names {
+				if info, err := n.Info(); err == nil && info.Size() > 0 {
+					cancel()
+					largest.Store(max(largest.Load(), info.Size()))
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	_, err = s.CreateProjectExport(cctx, "acme")
+	close(stop)
+	wg.Wait()
+	is.True(errors.Is(err, context.Canceled))        // the context's error
+	is.True(largest.Load() > 0)                      // the copy had begun
+	is.True(largest.Load() < int64(rows*rowBytes)/2) // and stopped well before its end
+	left, err := os.ReadDir(exports)
+	is.NoErr(err)
+	is.Equal(len(left), 0) // no file, temporary or journal
+	page, err := s.ListExports(ctx, "acme", projectdata.ExportQuery{})
+	is.NoErr(err)
+	is.Equal(page.Total, 0) // no manifest
+	_, err = s.CreateProjectExport(ctx, "acme")
+	is.NoErr(err) // later snapshots work
 }
