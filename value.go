@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pkg/errors"
 )
 
 // ColumnType is the name of a column's type, one of the Type constants.
@@ -165,6 +167,33 @@ func (t colType) convert(v any) (any, error) {
 		return nil, errValue(t, "a time")
 	}
 	return t.convertKind(reflect.ValueOf(v))
+}
+
+// CheckValue returns the error a Store gives a value of a row (in Insert,
+// UpdateRecord or UpdateRecords) that it refuses whatever the column: a Go
+// value of a kind it does not take (a []byte, a pointer, a struct, an
+// array), or a NaN or an infinity. It returns nil for every other value,
+// whether or not it fits a given column. The Go client checks the rows it
+// sends with it, as it checks query parameters with CheckQueryParam: JSON
+// would carry some of these values as others the server takes (a []byte as
+// base64 text, a pointer as its target, a UUID as its text).
+func CheckValue(v any) error {
+	switch v.(type) {
+	case nil, bool, string, json.Number, time.Time, map[string]any, []any:
+		return nil // a nested object or array: refused as such, by the server too
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.String, reflect.Bool:
+		return nil
+	case reflect.Float32, reflect.Float64:
+		if f := rv.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return errors.New("a non-finite number is not a column value")
+		}
+		return nil
+	}
+	return errors.Errorf("a value of an unsupported kind (%T) is not a column value", v)
 }
 
 // convertKind converts the Go scalars convert has no case for by their

@@ -220,6 +220,11 @@ func (c *Client) Insert(ctx context.Context, slug, table string, rows []pd.Row) 
 	if rows == nil {
 		rows = []pd.Row{}
 	}
+	for i, r := range rows {
+		if err := checkRow(fmt.Sprintf("row %d: ", i), r); err != nil {
+			return pd.InsertResult{}, err
+		}
+	}
 	return c.insert(ctx, request{body: rows}, slug, table)
 }
 
@@ -320,6 +325,9 @@ func (c *Client) UpdateFoundRecord(ctx context.Context, slug, table string, id a
 	if err != nil {
 		return pd.Record{}, err
 	}
+	if err := checkRow("", data); err != nil {
+		return pd.Record{}, err
+	}
 	var out pd.Record
 	err = c.do(ctx, request{method: "PATCH", path: path, body: data, idempotent: true, notFound: pd.ErrRecordNotFound}, &out)
 	plainRows([]pd.Row{out.Row})
@@ -339,6 +347,9 @@ func (c *Client) DeleteRecord(ctx context.Context, slug, table string, id any) (
 
 // UpdateRecords changes the rows upd.Where matches.
 func (c *Client) UpdateRecords(ctx context.Context, slug, table string, upd pd.BulkUpdate) (pd.BulkResult, error) {
+	if err := checkRow("data: ", upd.Data); err != nil {
+		return pd.BulkResult{}, err
+	}
 	upd.Where = wireWhere(upd.Where)
 	var out pd.BulkResult
 	err := c.do(ctx, request{method: "PATCH", path: project(slug, "records", seg(table)), body: upd, idempotent: true}, &out)
@@ -414,6 +425,18 @@ func (c *Client) DropIndex(ctx context.Context, slug, table, index string) (stri
 	}
 	err := c.do(ctx, request{method: "DELETE", path: project(slug, "indexes", seg(table), seg(index)), idempotent: true}, &out)
 	return out.IndexName, err
+}
+
+// checkRow refuses, before any request, a value of r that the Store
+// refuses whatever its column (see pd.CheckValue), with the Store's code;
+// prefix says where r is ("row 2: ").
+func checkRow(prefix string, r pd.Row) error {
+	for _, k := range slices.Sorted(maps.Keys(r)) {
+		if err := pd.CheckValue(r[k]); err != nil {
+			return &pd.Error{Code: pd.ErrInvalidColumnValue, Message: fmt.Sprintf("%scolumn %q: %s", prefix, k, err)}
+		}
+	}
+	return nil
 }
 
 // wireWhere is w with each value as wireValue sends it.

@@ -16,6 +16,7 @@ import (
 
 	pd "github.com/projectdata/projectdata"
 	"github.com/projectdata/projectdata/client"
+	"github.com/projectdata/projectdata/internal/pdtest"
 )
 
 // TestTextIsSentAsIs: <, > and & travel as themselves, not as 6-byte
@@ -225,3 +226,44 @@ func TestQueryParametersTheStoreRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestRowValuesTheStoreRefuses: a row value the Store refuses whatever
+// the column (a []byte, a pointer, an array such as a UUID, a NaN) is
+// refused by the client as by the Store, with the same code, and nothing
+// is written: JSON carried a []byte as base64 text, a pointer as its
+// target and an array that marshals itself as its text, which the server
+// stored, and a NaN failed to encode (ErrInvalidRequest).
+func TestRowValuesTheStoreRefuses(t *testing.T) {
+	direct, remote, _ := pair(t, nil)
+	for _, a := range []API{direct, remote} {
+		_, _, err := a.CreateTable(ctx, "acme", pd.TableDef{Name: "v", Columns: []pd.ColumnDef{{Name: "t"}, {Name: "r", Type: pd.TypeReal}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Insert(ctx, "acme", "v", []pd.Row{{"t": "x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seven := 7
+	for _, v := range []any{[]byte("hi"), &seven, textArray{1, 2}, math.NaN(), float32(math.Inf(1))} {
+		t.Run(fmt.Sprintf("%T", v), func(t *testing.T) {
+			is := is.New(t)
+			for _, a := range []API{direct, remote} {
+				_, err := a.Insert(ctx, "acme", "v", []pd.Row{{"t": "y"}, {"t": v}})
+				pdtest.Code(t, err, pd.ErrInvalidColumnValue)
+				_, err = a.UpdateRecord(ctx, "acme", "v", 1, pd.Row{"t": v})
+				pdtest.Code(t, err, pd.ErrInvalidColumnValue)
+				_, err = a.UpdateRecords(ctx, "acme", "v", pd.BulkUpdate{Data: pd.Row{"t": v}, AllowAll: true})
+				pdtest.Code(t, err, pd.ErrInvalidColumnValue)
+				list, err := a.ListRecords(ctx, "acme", "v", pd.ListOptions{})
+				is.NoErr(err)
+				is.Equal(list.Rows, []pd.Row{{"id": int64(1), "t": "x", "r": nil}}) // nothing written
+			}
+		})
+	}
+}
+
+// textArray is an array that JSON carries as text, as a UUID type is.
+type textArray [2]byte
+
+func (a textArray) MarshalText() ([]byte, error) { return fmt.Appendf(nil, "%d-%d", a[0], a[1]), nil }
