@@ -81,10 +81,10 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 
 // IdempotencyFrom returns the Idempotency that ctx carries (see
 // WithIdempotency), if any: what a client of another transport (package
-// client) sends in its place. Inside an idempotent operation's run the
-// same context key holds its *pendingAnswer instead (see pendingFrom): the
-// operation's own Store calls are not idempotent again.
+// client) sends in its place. Inside an idempotent operation's run it
+// reports none: the operation's own Store calls are not idempotent again.
 func IdempotencyFrom(ctx context.Context) (Idempotency, bool) {
+	// Inside a run the key holds its *pendingAnswer (see pendingFrom).
 	idem, ok := ctx.Value(idempotencyKey{}).(Idempotency)
 	return idem, ok
 }

@@ -23,7 +23,9 @@ import (
 // numbers exact; Go ints and floats work too) and strings; each must fit its
 // column (see colType). Values coming out are nil, int64 (INTEGER, and
 // BOOLEAN as 0/1), float64 (REAL) or string (TEXT, and DATETIME as text);
-// NUMERIC gives int64 or float64.
+// NUMERIC gives int64 or float64. A query (Query) can also read a BLOB,
+// as a []byte: JSON carries it as base64 text, which the HTTP client
+// returns as a string.
 type Row map[string]any
 
 // MarshalJSON encodes the row as encoding/json encodes a map (keys sorted),

@@ -224,6 +224,10 @@ func (c *Client) Insert(ctx context.Context, slug, table string, rows []pd.Row) 
 		if err := checkRow(fmt.Sprintf("row %d: ", i), r); err != nil {
 			return pd.InsertResult{}, err
 		}
+		if r == nil { // a row of defaults, as for the Store; JSON would say null
+			rows = slices.Clone(rows)
+			rows[i] = pd.Row{}
+		}
 	}
 	return c.insert(ctx, request{body: rows}, slug, table)
 }

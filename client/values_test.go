@@ -267,3 +267,23 @@ func TestRowValuesTheStoreRefuses(t *testing.T) {
 type textArray [2]byte
 
 func (a textArray) MarshalText() ([]byte, error) { return fmt.Appendf(nil, "%d-%d", a[0], a[1]), nil }
+
+// TestNilRowInsertsDefaults: a nil Row inserts a row of the columns'
+// defaults through the client as through the Store (an empty one does);
+// it was sent as null, which the server refuses (ErrInvalidRequest).
+func TestNilRowInsertsDefaults(t *testing.T) {
+	is := is.New(t)
+	direct, remote, _ := pair(t, nil)
+	for _, a := range []API{direct, remote} {
+		_, _, err := a.CreateTable(ctx, "acme", pd.TableDef{Name: "v", Columns: []pd.ColumnDef{{Name: "t", Default: "d"}}})
+		is.NoErr(err)
+		rows := []pd.Row{{"t": "x"}, nil}
+		res, err := a.Insert(ctx, "acme", "v", rows)
+		is.NoErr(err)
+		is.Equal(res.InsertedIDs, []any{int64(1), int64(2)})
+		is.True(rows[1] == nil) // the caller's rows as they were
+		row, err := a.GetRecord(ctx, "acme", "v", 2)
+		is.NoErr(err)
+		is.Equal(row, pd.Row{"id": int64(2), "t": "d"})
+	}
+}
