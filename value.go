@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/pkg/errors"
 )
 
 // ColumnType is the name of a column's type, one of the Type constants.
@@ -132,7 +130,7 @@ func (t colType) convert(v any) (any, error) {
 	case nil:
 		return nil, nil
 	case map[string]any, []any:
-		return nil, errValue(t, "a nested object or array")
+		return nil, errNoColumnValue("a nested object or array")
 	case bool:
 		switch t {
 		case TypeBoolean:
@@ -154,7 +152,7 @@ func (t colType) convert(v any) (any, error) {
 		return t.convertInt(x)
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, errValue(t, "a non-finite number")
+			return nil, errNoColumnValue("a non-finite number")
 		}
 		return t.convertNumber(strconv.FormatFloat(x, 'g', -1, 64), false)
 	case time.Time:
@@ -170,30 +168,19 @@ func (t colType) convert(v any) (any, error) {
 }
 
 // CheckValue returns the error a Store gives a value of a row (in Insert,
-// UpdateRecord or UpdateRecords) that it refuses whatever the column: a Go
-// value of a kind it does not take (a []byte, a pointer, a struct, an
-// array), or a NaN or an infinity. It returns nil for every other value,
-// whether or not it fits a given column. The Go client checks the rows it
-// sends with it, as it checks query parameters with CheckQueryParam: JSON
-// would carry some of these values as others the server takes (a []byte as
-// base64 text, a pointer as its target, a UUID as its text).
+// UpdateRecord or UpdateRecords) that no column takes: a nested object or
+// array, a Go value of a kind it does not take (a []byte, a pointer, a
+// struct, an array), a NaN or an infinity, an unsigned integer past int64,
+// or text that is not valid UTF-8 or holds a NUL. It returns nil for every
+// other value, whether or not it fits a given column. The Go client checks
+// the rows it sends with it, as it checks query parameters with
+// CheckQueryParam: JSON would carry some of these values as others the
+// server takes (a []byte as base64 text, a pointer as its target, a UUID as
+// its text, invalid UTF-8 as U+FFFD).
 func CheckValue(v any) error {
-	switch v.(type) {
-	case nil, bool, string, json.Number, time.Time, map[string]any, []any:
-		return nil // a nested object or array: refused as such, by the server too
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.String, reflect.Bool:
-		return nil
-	case reflect.Float32, reflect.Float64:
-		if f := rv.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
-			return errors.New("a non-finite number is not a column value")
-		}
-		return nil
-	}
-	return errors.Errorf("a value of an unsupported kind (%T) is not a column value", v)
+	// A TEXT column takes every value some column takes.
+	_, err := colType(TypeText).convert(v)
+	return err
 }
 
 // convertKind converts the Go scalars convert has no case for by their
@@ -206,7 +193,7 @@ func (t colType) convertKind(v reflect.Value) (any, error) {
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		u := v.Uint()
 		if u > math.MaxInt64 {
-			return nil, errValue(t, fmt.Sprintf("%d (it overflows the 64-bit signed integers SQLite stores)", u))
+			return nil, errNoColumnValue(fmt.Sprintf("%d (it overflows the 64-bit signed integers SQLite stores)", u))
 		}
 		return t.convertInt(int64(u))
 	case reflect.Float32, reflect.Float64:
@@ -216,7 +203,7 @@ func (t colType) convertKind(v reflect.Value) (any, error) {
 	case reflect.Bool:
 		return t.convert(v.Bool())
 	}
-	return nil, errValue(t, "a value of an unsupported kind")
+	return nil, errNoColumnValue("a value of an unsupported kind")
 }
 
 // convertTime returns an instant in the service's one timestamp form,
@@ -298,7 +285,7 @@ func shownNumber(num string, quoted bool) string {
 // number written out ("42").
 func (t colType) convertString(s string) (any, error) {
 	if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
-		return nil, errValue(t, "text that is not valid UTF-8 or holds a NUL")
+		return nil, errNoColumnValue("text that is not valid UTF-8 or holds a NUL")
 	}
 	switch t {
 	case TypeText:
@@ -367,6 +354,12 @@ func truncateTo(s string, max int) string {
 
 func errValue(t colType, what string) error {
 	return errorf(ErrInvalidColumnValue, "%s does not fit column type %s", what, t)
+}
+
+// errNoColumnValue refuses a value that no column type takes (see
+// CheckValue).
+func errNoColumnValue(what string) error {
+	return errorf(ErrInvalidColumnValue, "%s fits no column type", what)
 }
 
 // sqlLiteral renders a converted value (nil, int64, float64 or string) as

@@ -228,10 +228,11 @@ func TestQueryParametersTheStoreRefuses(t *testing.T) {
 }
 
 // TestRowValuesTheStoreRefuses: a row value the Store refuses whatever
-// the column (a []byte, a pointer, an array such as a UUID, a NaN) is
-// refused by the client as by the Store, with the same code, and nothing
-// is written: JSON carried a []byte as base64 text, a pointer as its
-// target and an array that marshals itself as its text, which the server
+// the column (a []byte, a pointer, an array such as a UUID, a NaN, an
+// unsigned integer past int64, text that is not UTF-8) is refused by the
+// client as by the Store, with the same code, and nothing is written: JSON
+// carried a []byte as base64 text, a pointer as its target, an array that
+// marshals itself as its text and invalid UTF-8 as U+FFFD, which the server
 // stored, and a NaN failed to encode (ErrInvalidRequest).
 func TestRowValuesTheStoreRefuses(t *testing.T) {
 	direct, remote, _ := pair(t, nil)
@@ -245,7 +246,8 @@ func TestRowValuesTheStoreRefuses(t *testing.T) {
 		}
 	}
 	seven := 7
-	for _, v := range []any{[]byte("hi"), &seven, textArray{1, 2}, math.NaN(), float32(math.Inf(1))} {
+	for _, v := range []any{[]byte("hi"), &seven, textArray{1, 2}, math.NaN(), float32(math.Inf(1)),
+		uint64(math.MaxUint64), "\xff", map[string]any{"a": 1}} {
 		t.Run(fmt.Sprintf("%T", v), func(t *testing.T) {
 			is := is.New(t)
 			for _, a := range []API{direct, remote} {
