@@ -5,12 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/pkg/errors"
 
@@ -104,16 +104,22 @@ func (ch change) change() pd.Change {
 }
 
 // changeValues are the query parameters of q.
-func changeValues(q pd.ChangeQuery) url.Values {
+func changeValues(q pd.ChangeQuery) (url.Values, error) {
 	v := url.Values{}
 	v.Set("after", strconv.FormatInt(q.After, 10))
 	if len(q.Tables) > 0 {
-		v.Set("tables", strings.Join(q.Tables, ","))
+		tables, err := nameList(q.Tables, func(name string) error {
+			return &pd.Error{Code: pd.ErrInvalidTableName, Message: fmt.Sprintf("table name %.80q must match ^[A-Za-z_][A-Za-z0-9_]{0,62}$", name)}
+		})
+		if err != nil {
+			return nil, err
+		}
+		v.Set("tables", tables)
 	}
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	return v
+	return v, nil
 }
 
 // ListChanges returns one page of changes after q.After.
@@ -122,7 +128,11 @@ func (c *Client) ListChanges(ctx context.Context, slug string, q pd.ChangeQuery)
 		Changes   []change `json:"changes"`
 		NextAfter int64    `json:"next_after"`
 	}
-	err := c.do(ctx, request{method: "GET", path: project(slug, "changes"), query: changeValues(q)}, &out)
+	query, err := changeValues(q)
+	if err != nil {
+		return pd.ChangePage{}, err
+	}
+	err = c.do(ctx, request{method: "GET", path: project(slug, "changes"), query: query}, &out)
 	page := pd.ChangePage{NextAfter: out.NextAfter, Changes: make([]pd.Change, len(out.Changes))}
 	for i, ch := range out.Changes {
 		page.Changes[i] = ch.change()
@@ -151,8 +161,12 @@ func (c *Client) ListChanges(ctx context.Context, slug string, q pd.ChangeQuery)
 // Options.MaxResponseBytes, or a change that cannot be decoded.
 func (c *Client) FollowChanges(ctx context.Context, slug string, q pd.ChangeQuery) iter.Seq2[pd.Change, error] {
 	return func(yield func(pd.Change, error) bool) {
-		req := request{method: "GET", path: project(slug, "changes", "stream"), query: changeValues(pd.ChangeQuery{After: q.After, Tables: q.Tables}),
-			stream: true, accept: "text/event-stream"}
+		query, err := changeValues(pd.ChangeQuery{After: q.After, Tables: q.Tables})
+		if err != nil {
+			yield(pd.Change{}, err)
+			return
+		}
+		req := request{method: "GET", path: project(slug, "changes", "stream"), query: query, stream: true, accept: "text/event-stream"}
 		last := q.After // the id of the last change yielded
 		for failures := 0; ; failures++ {
 			res, data, err := c.send(ctx, req)

@@ -270,8 +270,14 @@ func (c *Client) ListRecords(ctx context.Context, slug, table string, opts pd.Li
 			q.Set(name, v)
 		}
 	}
+	columns, err := nameList(opts.Columns, func(name string) error {
+		return &pd.Error{Code: pd.ErrColumnNotFound, Message: fmt.Sprintf("column %.80q does not exist in table %q", name, table)}
+	})
+	if err != nil {
+		return pd.RecordList{}, err
+	}
 	set("order", opts.Order)
-	set("columns", strings.Join(opts.Columns, ","))
+	set("columns", columns)
 	set("after", string(opts.After))
 	set("count", string(opts.Count))
 	if opts.Limit != 0 {
@@ -281,7 +287,7 @@ func (c *Client) ListRecords(ctx context.Context, slug, table string, opts pd.Li
 		q.Set("offset", strconv.Itoa(opts.Offset))
 	}
 	var out pd.RecordList
-	err := c.do(ctx, request{method: "GET", path: project(slug, "records", seg(table)), query: q}, &out)
+	err = c.do(ctx, request{method: "GET", path: project(slug, "records", seg(table)), query: q}, &out)
 	plainRows(out.Rows)
 	return out, err
 }
@@ -441,6 +447,20 @@ func checkRow(prefix string, r pd.Row) error {
 		}
 	}
 	return nil
+}
+
+// nameList joins names with commas, as a query parameter carries a list
+// (columns, tables), or refuses a name that such a list cannot carry, ""
+// or one holding a comma, with refuse's error: the one the Store gives
+// that name (no column or table has it), which the server, reading other
+// names or none, would not.
+func nameList(names []string, refuse func(name string) error) (string, error) {
+	for _, name := range names {
+		if name == "" || strings.Contains(name, ",") {
+			return "", refuse(name)
+		}
+	}
+	return strings.Join(names, ","), nil
 }
 
 // wireWhere is w with each value as wireValue sends it.

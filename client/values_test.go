@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -287,5 +289,37 @@ func TestNilRowInsertsDefaults(t *testing.T) {
 		row, err := a.GetRecord(ctx, "acme", "v", 2)
 		is.NoErr(err)
 		is.Equal(row, pd.Row{"id": int64(2), "t": "d"})
+	}
+}
+
+// TestNamesAListCannotCarry: a column or table name that a comma-joined
+// query parameter cannot carry ("" or one holding a comma, which no name
+// is) is refused by the client with the Store's code; the server read
+// "a,b" as two names and "" as none, and answered rows or changes the
+// Store refuses.
+func TestNamesAListCannotCarry(t *testing.T) {
+	direct, remote, _ := pair(t, nil)
+	for _, a := range []API{direct, remote} {
+		_, _, err := a.CreateTable(ctx, "acme", pd.TableDef{Name: "v", Columns: []pd.ColumnDef{{Name: "a"}, {Name: "b"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"a,b", ""} {
+		t.Run(strconv.Quote(name), func(t *testing.T) {
+			for _, a := range []API{direct, remote} {
+				_, err := a.ListRecords(ctx, "acme", "v", pd.ListOptions{Columns: []string{"a", name}})
+				pdtest.Code(t, err, pd.ErrColumnNotFound)
+				_, err = a.ListChanges(ctx, "acme", pd.ChangeQuery{Tables: []string{"v", name}})
+				pdtest.Code(t, err, pd.ErrInvalidTableName)
+				follow, cancel := context.WithTimeout(ctx, 5*time.Second) // a feed that follows ends there
+				err = nil
+				for _, err = range a.FollowChanges(follow, "acme", pd.ChangeQuery{Tables: []string{name}}) {
+					break
+				}
+				cancel()
+				pdtest.Code(t, err, pd.ErrInvalidTableName)
+			}
+		})
 	}
 }
