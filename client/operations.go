@@ -220,12 +220,15 @@ func (c *Client) Insert(ctx context.Context, slug, table string, rows []pd.Row) 
 	if rows == nil {
 		rows = []pd.Row{}
 	}
+	cloned := false
 	for i, r := range rows {
-		if err := checkRow(fmt.Sprintf("row %d: ", i), r); err != nil {
+		if err := checkRow(i, r); err != nil {
 			return pd.InsertResult{}, err
 		}
 		if r == nil { // a row of defaults, as for the Store; JSON would say null
-			rows = slices.Clone(rows)
+			if !cloned {
+				rows, cloned = slices.Clone(rows), true // the caller's rows stay as they are
+			}
 			rows[i] = pd.Row{}
 		}
 	}
@@ -335,7 +338,7 @@ func (c *Client) UpdateFoundRecord(ctx context.Context, slug, table string, id a
 	if err != nil {
 		return pd.Record{}, err
 	}
-	if err := checkRow("", data); err != nil {
+	if err := checkRow(-1, data); err != nil {
 		return pd.Record{}, err
 	}
 	var out pd.Record
@@ -357,7 +360,7 @@ func (c *Client) DeleteRecord(ctx context.Context, slug, table string, id any) (
 
 // UpdateRecords changes the rows upd.Where matches.
 func (c *Client) UpdateRecords(ctx context.Context, slug, table string, upd pd.BulkUpdate) (pd.BulkResult, error) {
-	if err := checkRow("data: ", upd.Data); err != nil {
+	if err := checkRow(-1, upd.Data); err != nil {
 		return pd.BulkResult{}, err
 	}
 	upd.Where = wireWhere(upd.Where)
@@ -437,16 +440,26 @@ func (c *Client) DropIndex(ctx context.Context, slug, table, index string) (stri
 	return out.IndexName, err
 }
 
-// checkRow refuses, before any request, a value of r that the Store
-// refuses whatever its column (see pd.CheckValue), with the Store's code;
-// prefix says where r is ("row 2: ").
-func checkRow(prefix string, r pd.Row) error {
-	for _, k := range slices.Sorted(maps.Keys(r)) {
-		if err := pd.CheckValue(r[k]); err != nil {
-			return &pd.Error{Code: pd.ErrInvalidColumnValue, Message: fmt.Sprintf("%scolumn %q: %s", prefix, k, err)}
+// checkRow refuses, before any request, a value of r that no column
+// takes (see pd.CheckValue), with the Store's code; row is r's index in an
+// insert's rows, or -1. Of several such values, the message names the
+// first column in name order, whatever the map's order.
+func checkRow(row int, r pd.Row) error {
+	var bad string
+	var badErr error
+	for k, v := range r {
+		if err := pd.CheckValue(v); err != nil && (badErr == nil || k < bad) {
+			bad, badErr = k, err
 		}
 	}
-	return nil
+	if badErr == nil {
+		return nil
+	}
+	msg := fmt.Sprintf("column %q: %s", bad, badErr)
+	if row >= 0 {
+		msg = fmt.Sprintf("row %d: %s", row, msg)
+	}
+	return &pd.Error{Code: pd.ErrInvalidColumnValue, Message: msg}
 }
 
 // nameList joins names with commas, as a query parameter carries a list
