@@ -262,7 +262,11 @@ func (c *Client) insert(ctx context.Context, req request, slug, table string) (p
 func (c *Client) ListRecords(ctx context.Context, slug, table string, opts pd.ListOptions) (pd.RecordList, error) {
 	q := url.Values{}
 	if len(opts.Where) > 0 {
-		w, err := encodeJSON(wireWhere(opts.Where))
+		where, err := wireWhere(opts.Where)
+		if err != nil {
+			return pd.RecordList{}, err
+		}
+		w, err := encodeJSON(where)
 		if err != nil {
 			return pd.RecordList{}, &pd.Error{Code: pd.ErrInvalidWhere, Message: "encode where: " + err.Error()}
 		}
@@ -363,17 +367,23 @@ func (c *Client) UpdateRecords(ctx context.Context, slug, table string, upd pd.B
 	if err := checkRow(-1, upd.Data); err != nil {
 		return pd.BulkResult{}, err
 	}
-	upd.Where = wireWhere(upd.Where)
+	var err error
+	if upd.Where, err = wireWhere(upd.Where); err != nil {
+		return pd.BulkResult{}, err
+	}
 	var out pd.BulkResult
-	err := c.do(ctx, request{method: "PATCH", path: project(slug, "records", seg(table)), body: upd, idempotent: true}, &out)
+	err = c.do(ctx, request{method: "PATCH", path: project(slug, "records", seg(table)), body: upd, idempotent: true}, &out)
 	return out, err
 }
 
 // DeleteRecords deletes the rows del.Where matches.
 func (c *Client) DeleteRecords(ctx context.Context, slug, table string, del pd.BulkDelete) (pd.BulkResult, error) {
-	del.Where = wireWhere(del.Where)
+	var err error
+	if del.Where, err = wireWhere(del.Where); err != nil {
+		return pd.BulkResult{}, err
+	}
 	var out pd.BulkResult
-	err := c.do(ctx, request{method: "DELETE", path: project(slug, "records", seg(table)), body: del, idempotent: true}, &out)
+	err = c.do(ctx, request{method: "DELETE", path: project(slug, "records", seg(table)), body: del, idempotent: true}, &out)
 	return out, err
 }
 
@@ -476,17 +486,60 @@ func nameList(names []string, refuse func(name string) error) (string, error) {
 	return strings.Join(names, ","), nil
 }
 
-// wireWhere is w with each value as wireValue sends it.
-func wireWhere(w pd.Where) pd.Where {
+// wireWhere is w with each value as wireValue sends it, or, before any
+// request, the Store's refusal of a value JSON would carry as another that
+// the server takes: a value no column takes (see pd.CheckValue), alone or
+// in a list (a []byte as base64 text, a UUID as its text), and a like
+// pattern that is not a string.
+func wireWhere(w pd.Where) (pd.Where, error) {
 	if w == nil {
-		return nil
+		return nil, nil
 	}
 	out := make(pd.Where, len(w))
 	for i, c := range w {
+		if err := checkWhereValue(c); err != nil {
+			return nil, errors.WithMessagef(err, "where condition %d", i)
+		}
 		c.Value = wireValue(c.Value)
 		out[i] = c
 	}
-	return out
+	return out, nil
+}
+
+// checkWhereValue refuses c's value as the Store does when JSON would not
+// carry the refusal to the server (see wireWhere). A nested object or
+// array where a scalar goes, and a list that is not one, JSON carries as
+// they are: the server refuses them as the Store does.
+func checkWhereValue(c pd.Condition) error {
+	scalar := func(v any) error {
+		switch v.(type) {
+		case nil, map[string]any, []any:
+			return nil
+		}
+		if err := pd.CheckValue(v); err != nil {
+			return &pd.Error{Code: pd.ErrInvalidColumnValue, Message: fmt.Sprintf("column %q: %s", c.Column, err)}
+		}
+		return nil
+	}
+	switch pd.WhereOp(strings.ToLower(string(c.Op))) {
+	case pd.WhereIn, pd.WhereNotIn:
+		items := reflect.ValueOf(c.Value)
+		if _, isBytes := c.Value.([]byte); isBytes || items.Kind() != reflect.Slice {
+			return nil
+		}
+		for i := range items.Len() {
+			if err := scalar(items.Index(i).Interface()); err != nil {
+				return errors.WithMessagef(err, "value %d", i)
+			}
+		}
+		return nil
+	case pd.WhereLike:
+		if _, ok := c.Value.(string); !ok && c.Value != nil {
+			return &pd.Error{Code: pd.ErrInvalidWhere, Message: fmt.Sprintf("op %s takes a text pattern", c.Op)}
+		}
+		return nil
+	}
+	return scalar(c.Value)
 }
 
 // wireValue is v as JSON must carry it for the server to read the value

@@ -323,3 +323,51 @@ func TestNamesAListCannotCarry(t *testing.T) {
 		})
 	}
 }
+
+// TestWhereValuesTheStoreRefuses: a where value that no column takes,
+// alone or in a list, and a like pattern that is not a string, are
+// refused by the client as by the Store, with the same code, and nothing
+// is changed: JSON carried a []byte as base64 text and a UUID-like array
+// as its text, which the server compared.
+func TestWhereValuesTheStoreRefuses(t *testing.T) {
+	direct, remote, _ := pair(t, nil)
+	for _, a := range []API{direct, remote} {
+		_, _, err := a.CreateTable(ctx, "acme", pd.TableDef{Name: "v", Columns: []pd.ColumnDef{{Name: "t"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The texts JSON made of the values below, which the server matched.
+		if _, err := a.Insert(ctx, "acme", "v", []pd.Row{{"t": "eA=="}, {"t": "1-2"}, {"t": "eCU="}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		cond pd.Condition
+		code pd.Code
+	}{
+		{"bytes", pd.Condition{Column: "t", Op: pd.WhereEq, Value: []byte("x")}, pd.ErrInvalidColumnValue},
+		{"array", pd.Condition{Column: "t", Op: pd.WhereEq, Value: textArray{1, 2}}, pd.ErrInvalidColumnValue},
+		{"bytes in a list", pd.Condition{Column: "t", Op: pd.WhereIn, Value: []any{"y", []byte("x")}}, pd.ErrInvalidColumnValue},
+		{"arrays in a list", pd.Condition{Column: "t", Op: "NOT_IN", Value: []textArray{{3, 4}, {1, 2}}}, pd.ErrInvalidColumnValue},
+		{"bytes as a list", pd.Condition{Column: "t", Op: pd.WhereIn, Value: []byte("x")}, pd.ErrInvalidWhere},
+		{"bytes as a pattern", pd.Condition{Column: "t", Op: pd.WhereLike, Value: []byte("x%")}, pd.ErrInvalidWhere},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			for _, a := range []API{direct, remote} {
+				w := pd.Where{c.cond}
+				_, err := a.ListRecords(ctx, "acme", "v", pd.ListOptions{Where: w})
+				pdtest.Code(t, err, c.code)
+				_, err = a.UpdateRecords(ctx, "acme", "v", pd.BulkUpdate{Where: w, Data: pd.Row{"t": "changed"}})
+				pdtest.Code(t, err, c.code)
+				_, err = a.DeleteRecords(ctx, "acme", "v", pd.BulkDelete{Where: w})
+				pdtest.Code(t, err, c.code)
+				list, err := a.ListRecords(ctx, "acme", "v", pd.ListOptions{})
+				is.NoErr(err)
+				is.Equal(len(list.Rows), 3)         // nothing deleted
+				is.Equal(list.Rows[0]["t"], "eA==") // nor changed
+			}
+		})
+	}
+}
