@@ -1,7 +1,9 @@
 package projectdata_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -280,4 +282,39 @@ func TestErrorsKeepTheirCause(t *testing.T) {
 	is.True(errors.As(err, &cause))
 	is.Equal(cause.Message, `"abc" does not fit column type INTEGER`) // the cause, unchanged
 	is.Equal(cause.Code, projectdata.ErrInvalidColumnValue)
+}
+
+// TestCheckValueIsWhatNoColumnTakes: CheckValue refuses a value exactly
+// when the Store's insert refuses it in a column of every type, with the
+// same code, as its doc says (a TEXT column takes every value some column
+// takes).
+func TestCheckValueIsWhatNoColumnTakes(t *testing.T) {
+	s := valuesStore(t)
+	type name string
+	type count uint16
+	seven := 7
+	for _, v := range []any{
+		nil, true, "x", "2026-11-24T10:00:00Z", "\xff", "a\x00b", name("n"), count(3), int8(-1),
+		uint64(math.MaxInt64), uint64(math.MaxUint64), float32(1.5), 1e300, math.NaN(), math.Inf(-1),
+		json.Number("1e400"), json.Number("12"), time.Date(2026, 11, 24, 10, 0, 0, 1, time.UTC),
+		[]byte("x"), &seven, struct{}{}, [2]byte{}, map[string]any{"a": 1}, []any{1},
+	} {
+		t.Run(fmt.Sprintf("%T %v", v, v), func(t *testing.T) {
+			is := is.New(t)
+			var taken bool
+			for _, col := range []string{"i", "r", "n", "b", "d", "t"} {
+				_, err := s.Insert(ctx, "acme", "v", []projectdata.Row{{col: v}})
+				if err == nil {
+					taken = true
+				} else {
+					pdtest.Code(t, err, projectdata.ErrInvalidColumnValue)
+				}
+			}
+			err := projectdata.CheckValue(v)
+			is.Equal(err == nil, taken) // refused exactly when no column takes it
+			if err != nil {
+				pdtest.Code(t, err, projectdata.ErrInvalidColumnValue)
+			}
+		})
+	}
 }
