@@ -2,6 +2,7 @@
 //
 //	server serve [-addr 127.0.0.1:8080] [-data ./data] [-metrics=false] [-max-conns N]
 //	             [-replica URL] [-litestream BIN] [-shutdown-delay DURATION]
+//	             [-limit NAME=VALUE]...
 //	server project create [-data DIR] [-name NAME] SLUG
 //	server project list [-data DIR]
 //	server project restore [-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] [-litestream BIN] SLUG
@@ -10,7 +11,7 @@
 //	server token list [-data DIR] SLUG
 //	server token revoke [-data DIR] SLUG TOKEN_ID
 //	server version (or --version)
-//	server help
+//	server help [COMMAND]
 //
 // Run with no subcommand, it serves and, when the data folder holds no
 // project, creates project "demo" and prints its admin token once, after
