@@ -28,9 +28,10 @@ import (
 // and compared in that type ("42" is 42 in an INTEGER column, true is 1 in
 // a BOOLEAN one, a DATETIME in its stored form); a value that does not fit
 // ("abc" for an INTEGER column) is ErrInvalidColumnValue. like takes a
-// text pattern whatever the column; in and not_in take a list (a []any
-// from JSON, or any Go slice such as []int or []string) of at most
-// MaxWhereList values. Values are always bound parameters, never SQL text.
+// text pattern (a string, of a named string type too) whatever the
+// column; in and not_in take a list (a []any from JSON, or any Go slice
+// such as []int or []string) of at most MaxWhereList values. Values are
+// always bound parameters, never SQL text.
 type Condition struct {
 	Column string  `json:"column"`
 	Op     WhereOp `json:"op"`
@@ -271,7 +272,7 @@ func (w Where) appendSQL(t *tableInfo, sql *strings.Builder, args []any) ([]any,
 				return nil, errorf(ErrInvalidWhere, "where condition %d: the lists of the where hold more than %d values in all", i, MaxWhereList)
 			}
 		case op.text:
-			pattern, ok := c.Value.(string)
+			pattern, ok := textPattern(c.Value)
 			if !ok {
 				return nil, errorf(ErrInvalidWhere, "where condition %d: op %s takes a text pattern", i, opName)
 			}
@@ -300,6 +301,21 @@ func (w Where) appendSQL(t *tableInfo, sql *strings.Builder, args []any) ([]any,
 		}
 	}
 	return args, nil
+}
+
+// textPattern is v as a like pattern: text, of string or a named string
+// type, as a value compared with = may be (a json.Number is a number).
+func textPattern(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return "", false
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.String {
+		return rv.String(), true
+	}
+	return "", false
 }
 
 // whereValue converts a scalar compared with col to the column's type, as

@@ -534,7 +534,7 @@ func checkWhereValue(c pd.Condition) error {
 		}
 		return nil
 	case pd.WhereLike:
-		if _, ok := c.Value.(string); !ok && c.Value != nil {
+		if c.Value != nil && reflect.ValueOf(c.Value).Kind() != reflect.String {
 			return &pd.Error{Code: pd.ErrInvalidWhere, Message: fmt.Sprintf("op %s takes a text pattern", c.Op)}
 		}
 		return nil

@@ -371,3 +371,21 @@ func TestWhereValuesTheStoreRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestNamedStringPatterns: a like pattern of a named string type matches
+// as its text through the Store and the client alike; the Store refused it
+// (invalid_where) while the client sent it as a string.
+func TestNamedStringPatterns(t *testing.T) {
+	type pattern string
+	is := is.New(t)
+	direct, remote, _ := pair(t, nil)
+	for _, a := range []API{direct, remote} {
+		_, _, err := a.CreateTable(ctx, "acme", pd.TableDef{Name: "v", Columns: []pd.ColumnDef{{Name: "t"}}})
+		is.NoErr(err)
+		_, err = a.Insert(ctx, "acme", "v", []pd.Row{{"t": "apple"}, {"t": "pear"}})
+		is.NoErr(err)
+		list, err := a.ListRecords(ctx, "acme", "v", pd.ListOptions{Where: pd.Where{{Column: "t", Op: pd.WhereLike, Value: pattern("ap%")}}})
+		is.NoErr(err)
+		is.Equal(list.Rows, []pd.Row{{"id": int64(1), "t": "apple"}})
+	}
+}
