@@ -490,7 +490,7 @@ func nameList(names []string, refuse func(name string) error) (string, error) {
 // request, the Store's refusal of a value JSON would carry as another that
 // the server takes: a value no column takes (see pd.CheckValue), alone or
 // in a list (a []byte as base64 text, a UUID as its text), and a like
-// pattern that is not a string.
+// pattern that is not text.
 func wireWhere(w pd.Where) (pd.Where, error) {
 	if w == nil {
 		return nil, nil
