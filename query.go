@@ -701,7 +701,7 @@ func bindQueryParams(st *sqlite3.Stmt, req QueryRequest) error {
 				return errorf(ErrInvalidRequest, "parameter %d: %s", i+1, err)
 			}
 			if err := bind(st, i+1, v); err != nil {
-				return err
+				return bindError(st, strconv.Itoa(i+1), err)
 			}
 		}
 		return nil
@@ -722,13 +722,24 @@ func bindQueryParams(st *sqlite3.Stmt, req QueryRequest) error {
 			return errorf(ErrInvalidRequest, "parameter %s: %s", name, err)
 		}
 		if err := bind(st, i, v); err != nil {
-			return err
+			return bindError(st, name, err)
 		}
 	}
 	if len(used) != len(req.Named) {
 		return errorf(ErrInvalidRequest, "params name %d values but the statement uses %d", len(req.Named), len(used))
 	}
 	return nil
+}
+
+// bindError explains the failure to bind the parameter name. A text
+// longer than a query's values may be (Options.QueryMaxBytes, SQLite's
+// length limit while it runs) is the caller's input reaching SQLite's
+// limit: ErrInvalidRequest, not an internal error.
+func bindError(st *sqlite3.Stmt, name string, err error) error {
+	if errors.Is(err, sqlite3.TOOBIG) {
+		return errorf(ErrInvalidRequest, "parameter %s is longer than the %d bytes a value of a query may hold", name, st.Conn().Limit(sqlite3.LIMIT_LENGTH, -1))
+	}
+	return err
 }
 
 // CheckQueryParam returns the error Query gives a parameter value (in

@@ -256,6 +256,10 @@ func TestQueryInvalidRequests(t *testing.T) {
 		{"MissingNamed", projectdata.QueryRequest{SQL: "SELECT :a, :b", Named: map[string]any{"a": 1}}},
 		{"ExtraNamed", projectdata.QueryRequest{SQL: "SELECT :a", Named: map[string]any{"a": 1, "b": 2}}},
 		{"NestedParam", projectdata.QueryRequest{SQL: "SELECT ?", Args: []any{map[string]any{}}}},
+		// Longer than the values of a query may be (QueryMaxBytes): SQLite
+		// refuses to bind it, which was an internal error.
+		{"ParamOverTheLengthLimit", projectdata.QueryRequest{SQL: "SELECT length(?)", Args: []any{strings.Repeat("x", 5<<20)}}},
+		{"NamedParamOverTheLengthLimit", projectdata.QueryRequest{SQL: "SELECT length(:a)", Named: map[string]any{"a": strings.Repeat("x", 5<<20)}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
