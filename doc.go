@@ -28,9 +28,10 @@ row or value at fault.
 CreateProject returns the project's first token, with the admin role.
 Authenticate turns a token secret into a Caller; a context made with
 WithCaller makes every Store operation check that caller's role (read,
-write or admin) against the one table of operations and roles. Without a
-caller in the context, an operation is the embedding application's own and
-is trusted.
+write or admin) against the one table of operations and roles; the
+operations on the data folder as a whole (CreateProject, ListProjects,
+RestoreProject) refuse a caller. Without a caller in the context, an
+operation is the embedding application's own and is trusted.
 
 # Rows
 

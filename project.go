@@ -48,13 +48,19 @@ func hasControl(s string) bool { return strings.ContainsFunc(s, unicode.IsContro
 
 // CreateProject creates a project and its first token, with the admin role.
 // An empty name means the slug. The project appears whole or not at all: it
-// is built in a temporary folder and renamed into place.
+// is built in a temporary folder and renamed into place. It is the
+// embedding application's operation: a token belongs to one project, so a
+// context carrying a caller is refused, as ListProjects and RestoreProject
+// refuse it.
 //
 // Errors: ErrInvalidProjectSlug, ErrInvalidProjectName, ErrProjectExists,
-// ErrStoreClosed.
+// ErrPermissionDenied (a caller in ctx), ErrStoreClosed.
 func (s *Store) CreateProject(ctx context.Context, slug, name string) (Project, CreatedToken, error) {
 	if err := validateSlug(slug); err != nil {
 		return Project{}, CreatedToken{}, err
+	}
+	if _, ok := CallerFrom(ctx); ok {
+		return Project{}, CreatedToken{}, errorf(ErrPermissionDenied, "creating a project is not an operation of a project token")
 	}
 	if name == "" {
 		name = slug

@@ -169,6 +169,24 @@ func TestRenameProject(t *testing.T) {
 	})
 }
 
+// TestCreateProjectRefusesAProjectToken: a token belongs to one project, so
+// a context carrying one creates no project, as it lists and restores none:
+// whatever its role, it got no admin token of a project of its choosing.
+func TestCreateProjectRefusesAProjectToken(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.NewProject(t, nil)
+	for _, role := range []projectdata.Role{projectdata.RoleRead, projectdata.RoleAdmin} {
+		_, tok, err := s.CreateProject(pdtest.As(t, s, role), "other", "")
+		pdtest.Code(t, err, projectdata.ErrPermissionDenied)
+		is.Equal(tok.Token, "")
+	}
+	_, err := os.Stat(filepath.Join(dir, "other"))
+	is.True(os.IsNotExist(err))
+	ps, err := s.ListProjects(ctx)
+	is.NoErr(err)
+	is.Equal(len(ps), 1) // acme alone
+}
+
 func TestListProjects(t *testing.T) {
 	is := is.New(t)
 	s, dir := pdtest.Open(t, nil)
