@@ -238,3 +238,56 @@ func TestOneFunctionCallOutOfMemory(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(res.Rows[0]["n"], int64(1000))
 }
+
+// TestSortsStayInTheQueryHeap: the sorts, DISTINCT and temporary tables of
+// a query or a record list are held in SQLite's heap, which the memory
+// budget caps, not in temporary files on the disk every project shares,
+// which nothing capped: a read token's DISTINCT wrote some 240 MB of them in
+// the 3 s of its budget, and a list ordered by a column no index holds, at
+// a deep offset, 116 MB.
+func TestSortsStayInTheQueryHeap(t *testing.T) {
+	s, _ := pdtest.NewProject(t, &projectdata.Options{QueryMaxMemory: 8 << 20, QueryTimeout: time.Minute}) // only memory may stop them
+	createTable(t, s, "big", projectdata.ColumnDef{Name: "v"})
+	const rows = 30000 // 15 MB of distinct values
+	for i := 0; i < rows; i += 1000 {
+		batch := make([]projectdata.Row, 1000)
+		for j := range batch {
+			batch[j] = projectdata.Row{"v": fmt.Sprintf("%08d%s", (i+j)*7919%rows, strings.Repeat("v", 500))}
+		}
+		if _, err := s.Insert(ctx, "acme", "big", batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, sql := range map[string]string{
+		"Distinct":       `SELECT count(*) FROM (SELECT DISTINCT v FROM big)`,
+		"DeepSort":       `SELECT v FROM big ORDER BY v LIMIT 1 OFFSET 29999`,
+		"TemporaryTable": `WITH m AS MATERIALIZED (SELECT v FROM big) SELECT count(*) FROM m a JOIN m b USING (v)`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := s.Query(ctx, "acme", projectdata.QueryRequest{SQL: sql})
+			pdtest.Code(t, err, projectdata.ErrQueryBudgetExceeded)
+			is.New(t).True(strings.Contains(err.Error(), "memory"))
+		})
+	}
+	t.Run("ListDeepOffset", func(t *testing.T) {
+		_, err := s.ListRecords(ctx, "acme", "big", projectdata.ListOptions{Order: "v", Offset: rows - 10, Limit: 10})
+		pdtest.Code(t, err, projectdata.ErrQueryBudgetExceeded)
+		is.New(t).True(strings.Contains(err.Error(), "memory"))
+	})
+	t.Run("WithinTheHeap", func(t *testing.T) {
+		is := is.New(t)
+		res, err := s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT substr(v, 1, 8) AS k FROM big ORDER BY v LIMIT 2`})
+		is.NoErr(err)
+		is.Equal(res.Rows, []projectdata.Row{{"k": "00000000"}, {"k": "00000001"}})
+		// The same page by the cursor, and a deep offset in key order.
+		l, err := s.ListRecords(ctx, "acme", "big", projectdata.ListOptions{Order: "v", Limit: 10})
+		is.NoErr(err)
+		l, err = s.ListRecords(ctx, "acme", "big", projectdata.ListOptions{Order: "v", Limit: 10, After: l.NextCursor})
+		is.NoErr(err)
+		is.Equal(l.Rows[0]["v"].(string)[:8], "00000010")
+		l, err = s.ListRecords(ctx, "acme", "big", projectdata.ListOptions{Offset: rows - 10, Limit: 10})
+		is.NoErr(err)
+		is.Equal(len(l.Rows), 10)
+		is.Equal(*l.Total, int64(rows))
+	})
+}

@@ -545,7 +545,11 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 	c.db.Limit(sqlite3.LIMIT_LIKE_PATTERN_LENGTH, MaxLikePattern)
 	pragmas := `PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;`
 	if readOnly {
-		pragmas += ` PRAGMA query_only=ON; PRAGMA trusted_schema=OFF;`
+		// Sorts, DISTINCT and temporary tables in SQLite's heap, which a
+		// query or a list caps (withinQueryHeap), not in temporary files
+		// on the disk every project shares, which nothing caps: a read
+		// token could otherwise write hundreds of MB a second of them.
+		pragmas += ` PRAGMA query_only=ON; PRAGMA trusted_schema=OFF; PRAGMA temp_store=MEMORY;`
 		err := c.db.SetAuthorizer(func(action sqlite3.AuthorizerActionCode, name3rd, name4th, schema, inner string) sqlite3.AuthorizerReturnCode {
 			if c.sandbox == nil {
 				return sqlite3.AUTH_OK

@@ -481,23 +481,49 @@ func (pl *listPlan) keysetArms(vals []any) []keysetArm {
 const listHintBudget = 100 * time.Millisecond
 
 // runList reads the page and the count on the reader c, under the execution
-// budget; readSchema runs it in one read transaction, so the count and the
-// page agree.
+// budget and the memory budget of a query (withinQueryHeap: an order by a
+// column no index holds sorts the rows up to the offset); readSchema runs it
+// in one read transaction, so the count and the page agree.
 func (s *Store) runList(ctx context.Context, c *conn, sc *schema, key []byte, pl *listPlan, opts ListOptions, after []any, enc *jsonRows) (list RecordList, err error) {
-	list = RecordList{Table: pl.t.Name, Rows: []Row{}, Limit: opts.Limit, Offset: opts.Offset}
 	budget, cancel := withBudget(ctx, s.opts.QueryTimeout)
 	defer cancel()
 	old := c.db.SetInterrupt(budget)
 	defer c.db.SetInterrupt(old)
 	fail := func(sql string, err error) error {
-		if errors.Is(err, sqlite3.INTERRUPT) && budget.Err() != nil && ctx.Err() == nil {
+		switch {
+		case errors.Is(err, sqlite3.NOMEM):
+			return errQueryHeap
+		case errors.Is(err, sqlite3.INTERRUPT) && budget.Err() != nil && ctx.Err() == nil:
 			c.db.SetInterrupt(old) // the hint reads the plan under its own budget
 			q := &queryRun{s: s, ctx: ctx, budget: budget, c: c, sc: sc, req: QueryRequest{SQL: sql}, hintBudget: listHintBudget}
 			return q.budgetError()
 		}
 		return dbError(ctx, err)
 	}
+	var start, encoded int // where enc was: a run within more heap starts afresh
+	if enc != nil {
+		start, encoded = len(enc.buf), enc.rows
+	}
+	err = s.withinQueryHeap(c, func(heap int64) (err error) {
+		defer recoverDriverPanic(c, &err)
+		oldHeap := c.db.HardHeapLimit(heap)
+		defer c.db.HardHeapLimit(oldHeap)
+		if enc != nil {
+			enc.buf, enc.rows = enc.buf[:start], encoded
+		}
+		list, err = s.readList(c, key, pl, opts, after, enc, fail)
+		return err
+	})
+	if errors.Is(err, errQueryHeap) {
+		err = errorf(ErrQueryBudgetExceeded, "the list needs more memory than its budget of %d MiB; continue with the cursor (after) rather than an offset, or order by an indexed column", s.opts.QueryMaxMemory>>20)
+	}
+	return list, err
+}
 
+// readList reads the page and the count for runList; fail explains a
+// failure of one of its statements.
+func (s *Store) readList(c *conn, key []byte, pl *listPlan, opts ListOptions, after []any, enc *jsonRows, fail func(sql string, err error) error) (list RecordList, err error) {
+	list = RecordList{Table: pl.t.Name, Rows: []Row{}, Limit: opts.Limit, Offset: opts.Offset}
 	maxBytes := s.opts.QueryMaxBytes
 	result := newRowsBudget(maxBytes)
 	last := make([]any, len(pl.order))

@@ -70,10 +70,11 @@ type Options struct {
 	// and commas included (query_result_too_large). It also ends a page of
 	// a record list or of the change log. Zero: 4 MiB.
 	QueryMaxBytes int
-	// QueryMaxMemory caps the memory SQLite may use for one query (each
-	// connection is its own SQLite instance); a query that needs more fails
-	// with query_budget_exceeded. Large sorts spill to temporary files
-	// within it. Zero: 64 MiB.
+	// QueryMaxMemory caps the memory SQLite may use for one query or
+	// record list (each connection is its own SQLite instance); one that
+	// needs more fails with query_budget_exceeded. Their sorts and
+	// temporary tables are held within it, never in temporary files.
+	// Zero: 64 MiB.
 	QueryMaxMemory int64
 	// MaxInsertRows bounds the rows of one insert (too_many_rows). Zero: 10,000.
 	MaxInsertRows int

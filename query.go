@@ -361,30 +361,39 @@ func (sb *sandbox) err() error {
 }
 
 // runQuery runs the statement on the reader c under the execution budget
-// (Options.QueryTimeout, from preparation on, ended early when ctx ends).
-// It runs first within the usual heap of a connection; a statement that
-// needs more runs once more within Options.QueryMaxMemory, reserved from
-// Options.MaxSQLiteMemory, and its reader is then closed, not pooled, so
-// that the memory goes back.
-func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequest, limit int, enc *jsonRows) (QueryResult, error) {
+// (Options.QueryTimeout, from preparation on, ended early when ctx ends)
+// and the memory budget (see withinQueryHeap).
+func (s *Store) runQuery(ctx context.Context, c *conn, sc *schema, req QueryRequest, limit int, enc *jsonRows) (res QueryResult, err error) {
 	budget, cancel := withBudget(ctx, s.opts.QueryTimeout)
 	defer cancel()
 	q := &queryRun{s: s, ctx: ctx, budget: budget, c: c, sc: sc, req: req, limit: limit, enc: enc}
-	usual := min(usualQueryHeap, s.opts.QueryMaxMemory)
-	res, err := q.run(usual)
-	if !errors.Is(err, errQueryHeap) {
-		return res, err
-	}
-	if usual < s.opts.QueryMaxMemory {
-		if !s.heap.reserve(c, s.opts.QueryMaxMemory) {
-			return res, errorf(ErrServerBusy, "the server's SQLite memory (%d MiB) is in use by other queries; retry", s.opts.MaxSQLiteMemory>>20)
-		}
-		res, err = q.run(s.opts.QueryMaxMemory)
-	}
+	err = s.withinQueryHeap(c, func(heap int64) (err error) {
+		res, err = q.run(heap)
+		return err
+	})
 	if errors.Is(err, errQueryHeap) {
 		err = errorf(ErrQueryBudgetExceeded, "the query needs more memory than its budget of %d MiB; narrow the query", s.opts.QueryMaxMemory>>20)
 	}
 	return res, err
+}
+
+// withinQueryHeap runs run, which caps SQLite's heap on the reader c at
+// the heap it is given and returns errQueryHeap when that ran out: first
+// within the usual heap of a reader, then once more within
+// Options.QueryMaxMemory, reserved from Options.MaxSQLiteMemory; the reader
+// is then closed, not pooled, so that the memory goes back. It returns
+// errQueryHeap when the second run ran out too. Readers hold their sorts and
+// temporary tables in that heap, never on disk (see conn.configure).
+func (s *Store) withinQueryHeap(c *conn, run func(heap int64) error) error {
+	usual := min(usualQueryHeap, s.opts.QueryMaxMemory)
+	err := run(usual)
+	if !errors.Is(err, errQueryHeap) || usual == s.opts.QueryMaxMemory {
+		return err
+	}
+	if !s.heap.reserve(c, s.opts.QueryMaxMemory) {
+		return errorf(ErrServerBusy, "the server's SQLite memory (%d MiB) is in use by other queries; retry", s.opts.MaxSQLiteMemory>>20)
+	}
+	return run(s.opts.QueryMaxMemory)
 }
 
 // SQLite resolves nested queries and expressions recursively, on a stack of
