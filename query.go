@@ -796,10 +796,17 @@ func resultColumns(st *sqlite3.Stmt) []string {
 	n := st.ColumnCount()
 	cols := make([]string, n)
 	seen := make(map[string]bool, n)
+	next := make(map[string]int) // a repeated name's next suffix to try: those below are taken
 	for i := range n {
-		name := st.ColumnName(i)
-		for k := 2; seen[name]; k++ {
-			name = st.ColumnName(i) + "_" + strconv.Itoa(k)
+		base := st.ColumnName(i)
+		name := base
+		if seen[name] {
+			k := max(next[base], 2)
+			for name = base + "_" + strconv.Itoa(k); seen[name]; {
+				k++
+				name = base + "_" + strconv.Itoa(k)
+			}
+			next[base] = k + 1
 		}
 		seen[name] = true
 		cols[i] = name

@@ -1,6 +1,9 @@
 package projectdata_test
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -88,5 +91,43 @@ func TestSQLErrorsKeepSQLiteWords(t *testing.T) {
 			is.True(!strings.Contains(err.Error(), "sqlite3"))
 			is.True(!strings.Contains(err.Error(), "SQL logic error"))
 		})
+	}
+}
+
+// TestRepeatedResultNames: a result name that repeats gets the first
+// suffix _2, _3, … that no column before it holds, whatever the names
+// around it. The suffixes were searched from _2 for each repeat, so that
+// 2,000 columns named alike took 2,000,000 tries outside the query budget.
+func TestRepeatedResultNames(t *testing.T) {
+	is := is.New(t)
+	f := newQueryFixture(t, nil, 1)
+	res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT 1 AS a, 2 AS a_2, 3 AS a, 4 AS a, 5 AS a_3, 6 AS b, 7 AS a`})
+	is.NoErr(err)
+	is.Equal(res.Columns, []string{"a", "a_2", "a_3", "a_4", "a_3_2", "b", "a_5"})
+
+	// Random mixes of names and their suffixed forms, against the rule
+	// written the plain way.
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"a", "a_2", "a_3", "a_2_2", "a_10", "b", "b_2"}
+	for range 50 {
+		var sql strings.Builder
+		var want []string
+		seen := map[string]bool{}
+		for i := range 200 {
+			name := names[rng.IntN(len(names))]
+			if i > 0 {
+				sql.WriteString(", ")
+			}
+			fmt.Fprintf(&sql, "%d AS %s", i, name)
+			got := name
+			for k := 2; seen[got]; k++ {
+				got = name + "_" + strconv.Itoa(k)
+			}
+			seen[got] = true
+			want = append(want, got)
+		}
+		res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: "SELECT " + sql.String()})
+		is.NoErr(err)
+		is.Equal(res.Columns, want)
 	}
 }
