@@ -127,6 +127,16 @@ CREATE TABLE _pd_changes (
 // migrate brings the control schema of the database on c to the newest
 // version, one transaction per version.
 func migrate(c *conn) error {
+	if err := migrateTo(c, len(migrations)); err != nil {
+		return err
+	}
+	return ensureRowCounts(c)
+}
+
+// migrateTo brings the control schema of the database on c to version
+// target, one transaction per version: an upgrade stopped between two of
+// them resumes from the version it reached.
+func migrateTo(c *conn, target int) error {
 	version, err := controlVersion(c)
 	if err != nil {
 		return err
@@ -134,7 +144,7 @@ func migrate(c *conn) error {
 	if version > len(migrations) {
 		return errors.Errorf("control schema version %d is newer than this release knows (%d)", version, len(migrations))
 	}
-	for v := version; v < len(migrations); v++ {
+	for v := version; v < target; v++ {
 		err := func() (err error) {
 			tx, err := c.db.BeginImmediate()
 			if err != nil {
@@ -155,7 +165,7 @@ func migrate(c *conn) error {
 			return errors.Wrapf(err, "control schema version %d", v+1)
 		}
 	}
-	return ensureRowCounts(c)
+	return nil
 }
 
 // controlVersion reads the control schema's version.

@@ -1,0 +1,576 @@
+package projectdata_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/ncruces/go-sqlite3"
+
+	"github.com/projectdata/projectdata"
+	"github.com/projectdata/projectdata/internal/pdtest"
+)
+
+// upgradeFixture is a testdata/upgrade/vK folder's expected.json: what the
+// release that wrote the folder read back from it (see
+// testdata/upgrade/README.md).
+type upgradeFixture struct {
+	Version int             `json:"version"`
+	Commit  string          `json:"commit"`
+	Project json.RawMessage `json:"project"`
+	Tables  []struct {
+		Table   json.RawMessage   `json:"table"`
+		Columns json.RawMessage   `json:"columns"`
+		Indexes json.RawMessage   `json:"indexes"`
+		Rows    []json.RawMessage `json:"rows"`
+		Total   int64             `json:"total"`
+	} `json:"tables"`
+	Tokens []struct {
+		ID     int64  `json:"id"`
+		Role   string `json:"role"`
+		Secret string `json:"secret"`
+		Valid  bool   `json:"valid"`
+	} `json:"tokens"`
+	Exports json.RawMessage `json:"exports"`
+	Changes json.RawMessage `json:"changes"` // null: the release had no change log
+	Answers []struct {
+		TokenID int64           `json:"token_id"`
+		Key     string          `json:"key"`
+		Body    string          `json:"body"`
+		Table   string          `json:"table"`
+		Rows    json.RawMessage `json:"rows"`
+		Result  json.RawMessage `json:"result"`
+		Code    string          `json:"code"`
+		Message string          `json:"message"`
+	} `json:"answers"`
+	Snapshot string `json:"snapshot"`
+}
+
+// upgradeClock is when the tests read the fixtures: an hour after their
+// release wrote them (exports and stored answers are live, the token
+// "expired" is not).
+var upgradeClock = time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)
+
+// loadUpgradeFixture copies fixture folder src into a new temporary data
+// folder and reads its expected.json.
+func loadUpgradeFixture(t *testing.T, src string) (dir string, fx upgradeFixture) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(src, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &fx); err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(src))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "expected.json")); err != nil {
+		t.Fatal(err)
+	}
+	return dir, fx
+}
+
+// newestControlVersion is this release's control schema version: that of
+// a project it creates.
+func newestControlVersion(t *testing.T) int {
+	t.Helper()
+	s, dir := pdtest.Open(t, nil)
+	if _, _, err := s.CreateProject(ctx, "acme", ""); err != nil {
+		t.Fatal(err)
+	}
+	return controlVersionOf(t, dir, "acme")
+}
+
+// controlVersionOf reads a project database's PRAGMA user_version.
+func controlVersionOf(t *testing.T, dir, slug string) int {
+	t.Helper()
+	raw := pdtest.Raw(t, dir, slug)
+	st, _, err := raw.Prepare(`PRAGMA user_version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	st.Step()
+	return st.ColumnInt(0)
+}
+
+// rawDump is the stored form of everything in a project database that an
+// upgrade must keep: the schema of every table and index but the control
+// tables migrations make or replace, and every row of the application tables and
+// of the control tables that hold what was written (project, registry,
+// columns, managed indexes, tokens, export manifests, change log), each
+// value with its SQLite type.
+func rawDump(t *testing.T, dir, slug string) string {
+	t.Helper()
+	raw := pdtest.Raw(t, dir, slug)
+	var out strings.Builder
+	var tables []string
+	query := func(sql string, row func(st *sqlite3.Stmt)) {
+		st, _, err := raw.Prepare(sql)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		defer st.Close()
+		for st.Step() {
+			row(st)
+		}
+		if err := st.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := `'_pd_project', '_pd_tokens', '_pd_tables', '_pd_columns', '_pd_indexes', '_pd_exports'`
+	query(`SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema
+		WHERE tbl_name IN (SELECT name FROM _pd_tables) OR tbl_name IN (`+kept+`) ORDER BY type, name`, func(st *sqlite3.Stmt) {
+		fmt.Fprintf(&out, "%s %s on %s: %s\n", st.ColumnText(0), st.ColumnText(1), st.ColumnText(2), st.ColumnText(3))
+		if st.ColumnText(0) == "table" {
+			tables = append(tables, st.ColumnText(1))
+		}
+	})
+	// The change log's rows, where there is one (migration 5 makes it).
+	query(`SELECT name FROM sqlite_schema WHERE name = '_pd_changes'`, func(st *sqlite3.Stmt) {
+		tables = append(tables, st.ColumnText(0))
+	})
+	for _, name := range tables {
+		query(`SELECT * FROM `+sqlite3.QuoteIdentifier(name)+` ORDER BY rowid`, func(st *sqlite3.Stmt) {
+			fmt.Fprintf(&out, "%s:", name)
+			for i := range st.ColumnCount() {
+				typ := st.ColumnType(i)
+				var v any
+				switch typ {
+				case sqlite3.INTEGER:
+					v = st.ColumnInt64(i)
+				case sqlite3.FLOAT:
+					v = st.ColumnFloat(i)
+				case sqlite3.BLOB:
+					v = hex.EncodeToString(st.ColumnBlob(i, nil))
+				case sqlite3.TEXT:
+					v = st.ColumnText(i)
+				}
+				fmt.Fprintf(&out, " %s=%s:%#v", st.ColumnName(i), typ, v)
+			}
+			out.WriteByte('\n')
+		})
+	}
+	return out.String()
+}
+
+// sameJSON fails the test unless got, encoded to JSON, holds everything of
+// want: every member of every object of want (got may have more: what
+// this release added), every element of every array, equal scalars
+// (numbers compared as written).
+func sameJSON(t *testing.T, what string, got any, want json.RawMessage) {
+	t.Helper()
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(b []byte) any {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return v
+	}
+	if path, ok := jsonHolds(decode(b), decode(want), what); !ok {
+		t.Fatalf("%s differs:\n got: %s\nwant: %s", path, b, want)
+	}
+}
+
+// jsonHolds reports whether got holds want (see sameJSON), and where not.
+func jsonHolds(got, want any, path string) (string, bool) {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return path, false
+		}
+		for k, wv := range w {
+			gv, ok := g[k]
+			if !ok {
+				return path + "." + k + " (missing)", false
+			}
+			if p, ok := jsonHolds(gv, wv, path+"."+k); !ok {
+				return p, false
+			}
+		}
+		return "", true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Sprintf("%s (length %d, want %d)", path, len(g), len(w)), false
+		}
+		for i := range w {
+			if p, ok := jsonHolds(g[i], w[i], fmt.Sprintf("%s[%d]", path, i)); !ok {
+				return p, false
+			}
+		}
+		return "", true
+	}
+	return path, reflect.DeepEqual(got, want)
+}
+
+// allRows lists every row of a table, in primary key order.
+func allRows(t *testing.T, s *projectdata.Store, slug, table string) []projectdata.Row {
+	t.Helper()
+	rows := []projectdata.Row{}
+	for r, err := range s.Rows(ctx, slug, table, projectdata.ListOptions{Limit: 1000}) {
+		if err != nil {
+			t.Fatalf("rows of %s: %v", table, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// allChanges lists a project's change log after the change id after.
+func allChanges(t *testing.T, s *projectdata.Store, slug string, after int64) []projectdata.Change {
+	t.Helper()
+	all := []projectdata.Change{}
+	for {
+		page, err := s.ListChanges(ctx, slug, projectdata.ChangeQuery{After: after, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Changes) == 0 {
+			return all
+		}
+		all = append(all, page.Changes...)
+		after = page.NextAfter
+	}
+}
+
+// TestUpgrade opens every project database an older release wrote
+// (testdata/upgrade) with this release: the control schema reaches this
+// release's version; nothing written is lost or altered (stored form,
+// tables, columns, indexes, rows, totals, tokens, export manifests and
+// files, change log, stored answers, which replay); and writes, queries,
+// exports, the change feed, snapshots and restore work afterwards, as
+// does restoring the release's own snapshot file.
+func TestUpgrade(t *testing.T) {
+	fixtures, err := filepath.Glob(filepath.Join("testdata", "upgrade", "v*"))
+	if err != nil || len(fixtures) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	newest := newestControlVersion(t)
+	for _, src := range fixtures {
+		t.Run(filepath.Base(src), func(t *testing.T) {
+			dir, fx := loadUpgradeFixture(t, src)
+			if got := controlVersionOf(t, dir, "acme"); got != fx.Version || got >= newest {
+				t.Fatalf("fixture's control schema version %d, want %d (older than %d)", got, fx.Version, newest)
+			}
+			before := rawDump(t, dir, "acme")
+			s, err := projectdata.Open(dir, &projectdata.Options{Now: pdtest.NewClock(upgradeClock).Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			checkUpgraded(t, s, dir, fx, newest, before)
+			checkWritesAfterUpgrade(t, s, dir, fx)
+			if fx.Snapshot != "" {
+				checkOldSnapshotRestores(t, s, dir, fx)
+			}
+		})
+	}
+}
+
+// checkUpgraded checks that the upgraded project holds exactly what the
+// old release wrote, and that its stored answers replay.
+func checkUpgraded(t *testing.T, s *projectdata.Store, dir string, fx upgradeFixture, newest int, before string) {
+	is := is.New(t)
+	proj, tableCount, err := s.GetProject(ctx, "acme") // opens it: migrates
+	is.NoErr(err)
+	is.Equal(controlVersionOf(t, dir, "acme"), newest)
+	if after := rawDump(t, dir, "acme"); after != before {
+		t.Fatalf("the upgrade changed the stored data:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	sameJSON(t, "project", map[string]any{"project": proj, "table_count": tableCount}, fx.Project)
+
+	tables, err := s.ListTables(ctx, "acme")
+	is.NoErr(err)
+	is.Equal(len(tables), len(fx.Tables))
+	for i, want := range fx.Tables {
+		name := tables[i].Name
+		sameJSON(t, "table "+name, tables[i], want.Table)
+		_, cols, err := s.ListColumns(ctx, "acme", name)
+		is.NoErr(err)
+		sameJSON(t, "columns of "+name, cols, want.Columns)
+		_, idx, err := s.ListIndexes(ctx, "acme", name)
+		is.NoErr(err)
+		sameJSON(t, "indexes of "+name, idx, want.Indexes)
+		list, err := s.ListRecords(ctx, "acme", name, projectdata.ListOptions{Limit: 1000})
+		is.NoErr(err)
+		is.True(list.Total != nil)
+		is.Equal(*list.Total, want.Total) // the kept count
+		rows, err := json.Marshal(want.Rows)
+		is.NoErr(err)
+		if want.Rows == nil {
+			rows = []byte("[]")
+		}
+		sameJSON(t, "rows of "+name, allRows(t, s, "acme", name), rows)
+	}
+	pdtest.CheckRowCounts(t, dir, "acme")
+
+	exports, err := s.ListExports(ctx, "acme", projectdata.ExportQuery{Limit: 500})
+	is.NoErr(err)
+	sameJSON(t, "exports", exports, fx.Exports)
+	for _, e := range exports.Exports {
+		got, f, err := s.OpenExport(ctx, "acme", e.ID)
+		is.NoErr(err)
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		is.NoErr(err)
+		is.Equal(hex.EncodeToString(h.Sum(nil)), got.SHA256) // the old file, as its manifest says
+	}
+
+	if string(fx.Changes) != "null" {
+		sameJSON(t, "change log", allChanges(t, s, "acme", 0), fx.Changes)
+	}
+
+	for _, tok := range fx.Tokens {
+		c, err := s.Authenticate(ctx, "acme", tok.Secret)
+		if !tok.Valid {
+			pdtest.Code(t, err, projectdata.ErrInvalidToken)
+			continue
+		}
+		is.NoErr(err)
+		is.Equal(c.TokenID, tok.ID)
+		is.Equal(string(c.Role), tok.Role)
+	}
+
+	counts := map[string]int64{}
+	for _, want := range fx.Tables {
+		var tb struct {
+			Name string `json:"table_name"`
+		}
+		is.NoErr(json.Unmarshal(want.Table, &tb))
+		counts[tb.Name] = want.Total
+	}
+	for _, a := range fx.Answers {
+		replayed := false
+		kctx := projectdata.WithIdempotency(ctx, projectdata.Idempotency{Key: a.Key,
+			Fingerprint: func() []byte { return []byte(a.Body) }, OnReplay: func() { replayed = true }})
+		if a.TokenID != 0 {
+			kctx = projectdata.WithCaller(kctx, projectdata.Caller{Project: "acme", TokenID: a.TokenID, Role: projectdata.RoleWrite})
+		}
+		rows, err := projectdata.DecodeRows(bytes.NewReader(a.Rows), 0)
+		is.NoErr(err)
+		res, err := s.Insert(kctx, "acme", a.Table, rows)
+		if !replayed {
+			t.Fatalf("answer %q of token %d: not replayed (%v)", a.Key, a.TokenID, err)
+		}
+		if a.Code != "" {
+			pdtest.Code(t, err, projectdata.Code(a.Code))
+			is.Equal(err.Error(), a.Message)
+			continue
+		}
+		is.NoErr(err)
+		sameJSON(t, "answer "+a.Key, res, a.Result)
+	}
+	for name, n := range counts { // nothing replayed ran
+		list, err := s.ListRecords(ctx, "acme", name, projectdata.ListOptions{Limit: 1})
+		is.NoErr(err)
+		is.Equal(*list.Total, n)
+	}
+}
+
+// checkWritesAfterUpgrade writes to the upgraded project and reads it:
+// the change log continues after the old one without a gap, the counts
+// stay exact, exports, snapshots and restore work.
+func checkWritesAfterUpgrade(t *testing.T, s *projectdata.Store, dir string, fx upgradeFixture) {
+	is := is.New(t)
+	last, err := s.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+	var old []projectdata.Change
+	if string(fx.Changes) != "null" {
+		is.NoErr(json.Unmarshal(fx.Changes, &old))
+		is.Equal(last, old[len(old)-1].ID) // the old log's last id
+	}
+	kindsBefore := allRows(t, s, "acme", "kinds")
+
+	res, err := s.Insert(ctx, "acme", "kinds", []projectdata.Row{{"t": "after ✓", "i": int64(-9223372036854775808), "d": "2026-11-22T13:00:00Z", "u": "new"}})
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "kinds", []projectdata.Row{{"u": "a"}}) // the old unique index holds
+	pdtest.Code(t, err, projectdata.ErrUniqueViolation)
+	_, err = s.UpdateRecord(ctx, "acme", "people", "ann", projectdata.Row{"name": "Ann B.", "age": 42})
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "people", []projectdata.Row{{"slug": "dup", "name": "x", "age": 7, "score": -1.25}})
+	pdtest.Code(t, err, projectdata.ErrUniqueViolation) // the old managed unique index holds
+	_, err = s.DeleteRecord(ctx, "acme", "kinds", 2)
+	is.NoErr(err)
+	_, err = s.AddColumn(ctx, "acme", "people", projectdata.ColumnDef{Name: "extra", Type: "REAL"})
+	is.NoErr(err)
+	_, _, err = s.CreateTable(ctx, "acme", projectdata.TableDef{Name: "scratch", Columns: []projectdata.ColumnDef{{Name: "x"}}}) // the old deleted table's name
+	is.NoErr(err)
+	_, err = s.Insert(ctx, "acme", "scratch", []projectdata.Row{{"x": "new"}})
+	is.NoErr(err)
+
+	changes := allChanges(t, s, "acme", last)
+	is.True(len(changes) >= 5)
+	for i, c := range changes {
+		is.Equal(c.ID, last+1+int64(i)) // continues the old log: no gap, no id used twice
+	}
+	is.Equal(changes[0].Op, projectdata.ChangeInsert)
+	is.Equal(changes[0].Key, res.InsertedIDs[0])
+
+	kinds := allRows(t, s, "acme", "kinds")
+	is.Equal(len(kinds), len(kindsBefore)) // one in, one out
+	list, err := s.ListRecords(ctx, "acme", "kinds", projectdata.ListOptions{Limit: 1})
+	is.NoErr(err)
+	is.Equal(*list.Total, int64(len(kindsBefore)))
+	list, err = s.ListRecords(ctx, "acme", "scratch", projectdata.ListOptions{Limit: 1})
+	is.NoErr(err)
+	is.Equal(*list.Total, int64(1)) // not the old deleted table's row
+	people, err := s.ListRecords(ctx, "acme", "people", projectdata.ListOptions{Where: whereOf(t, `{"name":"Ann B."}`), Columns: []string{"slug", "age"}})
+	is.NoErr(err)
+	is.Equal(people.Rows, []projectdata.Row{{"slug": "ann", "age": int64(42)}})
+	q, err := s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT max(i), min(i), count(*) FROM kinds`})
+	is.NoErr(err)
+	is.Equal(q.Rows, []projectdata.Row{{"max(i)": int64(9223372036854775807), "min(i)": int64(-9223372036854775808), "count(*)": int64(len(kinds))}})
+	pdtest.CheckRowCounts(t, dir, "acme")
+
+	e, err := s.CreateExport(ctx, "acme", "kinds", "csv")
+	is.NoErr(err)
+	is.Equal(e.RowCount, int64(len(kinds)))
+
+	// A snapshot of the upgraded project restores, with its tokens.
+	_, err = s.RestoreProject(ctx, "copy", pdtest.Snapshot(t, s))
+	is.NoErr(err)
+	is.Equal(allRows(t, s, "copy", "kinds"), kinds)
+	is.Equal(allRows(t, s, "copy", "people"), allRows(t, s, "acme", "people"))
+	c, err := s.Authenticate(ctx, "copy", fx.Tokens[0].Secret)
+	is.NoErr(err)
+	is.Equal(c.TokenID, fx.Tokens[0].ID)
+}
+
+// checkOldSnapshotRestores restores the project export the old release
+// made into this release: it holds what the project held then (the rows
+// of the stored answers came after it), its tokens work, and it takes
+// writes.
+func checkOldSnapshotRestores(t *testing.T, s *projectdata.Store, dir string, fx upgradeFixture) {
+	is := is.New(t)
+	_, err := s.RestoreProject(ctx, "old-snapshot", filepath.Join(dir, "acme", filepath.FromSlash(fx.Snapshot)))
+	is.NoErr(err)
+	later := map[string]bool{}
+	for _, a := range fx.Answers {
+		var rows []map[string]any
+		is.NoErr(json.Unmarshal(a.Rows, &rows))
+		if a.Result != nil && string(a.Result) != "null" && a.Table == "people" {
+			later[rows[0]["slug"].(string)] = true
+		}
+	}
+	for _, want := range fx.Tables {
+		var tb struct {
+			Name string `json:"table_name"`
+		}
+		is.NoErr(json.Unmarshal(want.Table, &tb))
+		var rows []json.RawMessage
+		for _, r := range want.Rows {
+			var key struct{ Slug string }
+			is.NoErr(json.Unmarshal(r, &key))
+			if tb.Name != "bulk" && !later[key.Slug] {
+				rows = append(rows, r)
+			}
+		}
+		b, err := json.Marshal(rows)
+		is.NoErr(err)
+		if rows == nil {
+			b = []byte("[]")
+		}
+		sameJSON(t, "restored rows of "+tb.Name, allRows(t, s, "old-snapshot", tb.Name), b)
+	}
+	for _, tok := range fx.Tokens {
+		_, err := s.Authenticate(ctx, "old-snapshot", tok.Secret)
+		if tok.Valid {
+			is.NoErr(err)
+		} else {
+			pdtest.Code(t, err, projectdata.ErrInvalidToken)
+		}
+	}
+	_, err = s.Insert(ctx, "old-snapshot", "people", []projectdata.Row{{"slug": "restored", "name": "R"}})
+	is.NoErr(err)
+	_, err = s.UpdateRecords(ctx, "old-snapshot", "kinds", projectdata.BulkUpdate{Data: projectdata.Row{"r": 1.5}, AllowAll: true})
+	is.NoErr(err)
+	pdtest.CheckRowCounts(t, dir, "old-snapshot")
+}
+
+// whereOf decodes a where condition in its JSON form.
+func whereOf(t *testing.T, s string) projectdata.Where {
+	t.Helper()
+	var w projectdata.Where
+	if err := json.Unmarshal([]byte(s), &w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestNewerControlSchemaIsRefused opens a project database whose control
+// schema is newer than this release knows: the project is refused with an
+// error that says so, and its file is left as it was.
+func TestNewerControlSchemaIsRefused(t *testing.T) {
+	is := is.New(t)
+	newest := newestControlVersion(t)
+	dir, _ := loadUpgradeFixture(t, filepath.Join("testdata", "upgrade", "v6"))
+	pdtest.Exec(t, pdtest.Raw(t, dir, "acme"), fmt.Sprintf(`PRAGMA user_version = %d`, newest+1))
+	sum := pdtest.FileSum(t, dir, "acme")
+	s, err := projectdata.Open(dir, nil)
+	is.NoErr(err)
+	defer s.Close()
+	_, _, err = s.GetProject(ctx, "acme")
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), fmt.Sprintf("control schema version %d is newer than this release knows (%d)", newest+1, newest)))
+	_, err = s.Insert(ctx, "acme", "kinds", []projectdata.Row{{"t": "x"}})
+	is.True(err != nil)
+	is.NoErr(s.Close())
+	is.Equal(pdtest.FileSum(t, dir, "acme"), sum)
+	is.Equal(controlVersionOf(t, dir, "acme"), newest+1)
+}
+
+// TestInterruptedUpgradeResumes stops the upgrade of every fixture after
+// each version's transaction, as a crash between two of them leaves it,
+// and opens the project with this release: the upgrade resumes where it
+// stopped and the project holds what its release wrote.
+func TestInterruptedUpgradeResumes(t *testing.T) {
+	fixtures, err := filepath.Glob(filepath.Join("testdata", "upgrade", "v*"))
+	if err != nil || len(fixtures) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	newest := newestControlVersion(t)
+	for _, src := range fixtures {
+		for stop := 0; stop < newest; stop++ {
+			dir, fx := loadUpgradeFixture(t, src)
+			if stop <= fx.Version {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/stopped-at-%d", filepath.Base(src), stop), func(t *testing.T) {
+				if err := projectdata.MigrateTo(filepath.Join(dir, "acme", "project.db"), stop); err != nil {
+					t.Fatal(err)
+				}
+				if got := controlVersionOf(t, dir, "acme"); got != stop {
+					t.Fatalf("stopped at version %d, want %d", got, stop)
+				}
+				before := rawDump(t, dir, "acme")
+				s, err := projectdata.Open(dir, &projectdata.Options{Now: pdtest.NewClock(upgradeClock).Now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				checkUpgraded(t, s, dir, fx, newest, before)
+			})
+		}
+	}
+}
