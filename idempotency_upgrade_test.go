@@ -150,6 +150,6 @@ func TestIdempotencyAnswersSurviveTheUpgradeToVersion6(t *testing.T) {
 	q, _, err = raw.Prepare(`PRAGMA user_version`)
 	is.NoErr(err)
 	is.True(q.Step())
-	is.Equal(q.ColumnInt(0), 7) // the newest version
+	is.Equal(q.ColumnInt(0), 8) // the newest version
 	is.NoErr(q.Close())
 }

@@ -122,6 +122,8 @@ CREATE TABLE _pd_changes (
 	idempotencyRowidSchema,
 	// Version 7: the change id of the stored row counts (rowcount.go).
 	rowCountsAsOfSchema,
+	// Version 8: DATETIME values in the service's one form (upgrade.go).
+	canonicalDatetimesSchema,
 }
 
 // migrate brings the control schema of the database on c to the newest
@@ -157,6 +159,11 @@ func migrateTo(c *conn, target int) error {
 			}
 			if err := c.db.Exec(migrations[v]); err != nil {
 				return err
+			}
+			if code := migrationCode[v+1]; code != nil {
+				if err := code(c); err != nil {
+					return err
+				}
 			}
 			// user_version cannot be bound; v+1 is our own integer.
 			return c.db.Exec(`PRAGMA user_version = ` + strconv.Itoa(v+1))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -130,10 +131,19 @@ func rawDump(t *testing.T, dir, slug string) string {
 			t.Fatal(err)
 		}
 	}
+	// DATETIME values are compared by instant (see datetimeInstant): the
+	// upgrade writes them in the one form (TestUpgradeMakesDatetimesCanonical).
+	datetimes := map[string]bool{} // table.column
+	query(`SELECT t.name || '.' || c.name FROM _pd_columns c JOIN _pd_tables t ON t.id = c.table_id WHERE c.type = 'DATETIME'`, func(st *sqlite3.Stmt) {
+		datetimes[st.ColumnText(0)] = true
+	})
 	kept := `'_pd_project', '_pd_tokens', '_pd_tables', '_pd_columns', '_pd_indexes', '_pd_exports'`
 	query(`SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema
 		WHERE tbl_name IN (SELECT name FROM _pd_tables) OR tbl_name IN (`+kept+`) ORDER BY type, name`, func(st *sqlite3.Stmt) {
-		fmt.Fprintf(&out, "%s %s on %s: %s\n", st.ColumnText(0), st.ColumnText(1), st.ColumnText(2), st.ColumnText(3))
+		sql := sqlDefault.ReplaceAllStringFunc(st.ColumnText(3), func(d string) string {
+			return "DEFAULT '" + datetimeInstant(strings.TrimSuffix(strings.TrimPrefix(d, "DEFAULT '"), "'")) + "'"
+		})
+		fmt.Fprintf(&out, "%s %s on %s: %s\n", st.ColumnText(0), st.ColumnText(1), st.ColumnText(2), sql)
 		if st.ColumnText(0) == "table" {
 			tables = append(tables, st.ColumnText(1))
 		}
@@ -157,6 +167,12 @@ func rawDump(t *testing.T, dir, slug string) string {
 					v = hex.EncodeToString(st.ColumnBlob(i, nil))
 				case sqlite3.TEXT:
 					v = st.ColumnText(i)
+					if datetimes[name+"."+st.ColumnName(i)] {
+						v = datetimeInstant(st.ColumnText(i))
+					}
+					if name == "_pd_columns" && st.ColumnName(i) == "default_value" {
+						v = defaultInstant(st.ColumnText(i))
+					}
 				}
 				fmt.Fprintf(&out, " %s=%s:%#v", st.ColumnName(i), typ, v)
 			}
@@ -164,6 +180,87 @@ func rawDump(t *testing.T, dir, slug string) string {
 		})
 	}
 	return out.String()
+}
+
+// sqlDefault matches the DEFAULT clause of a text default in a table's SQL.
+var sqlDefault = regexp.MustCompile(`DEFAULT '[^']*'`)
+
+// datetimeInstant returns the instant s stands for, if it is a DATETIME
+// value of any form a release stored (RFC 3339 UTC to the nanosecond),
+// else s.
+func datetimeInstant(s string) string {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00",
+		"2006-01-02 15:04:05.999999999", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC().Format("2006-01-02T15:04:05.000000000Z")
+		}
+	}
+	return s
+}
+
+// defaultInstant is datetimeInstant of a default in its JSON form.
+func defaultInstant(def string) string {
+	var s string
+	if json.Unmarshal([]byte(def), &s) != nil {
+		return def
+	}
+	return datetimeInstant(s)
+}
+
+// datetimeRows returns rows (JSON) with the values of its DATETIME columns
+// (columns, JSON) replaced by their instants.
+func datetimeRows(t *testing.T, rows any, columns json.RawMessage) json.RawMessage {
+	t.Helper()
+	var cols []projectdata.Column
+	b, err := json.Marshal(rows)
+	if err == nil {
+		err = json.Unmarshal(columns, &cols)
+	}
+	var decoded []map[string]json.RawMessage
+	if err == nil {
+		err = json.Unmarshal(b, &decoded)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range decoded {
+		for _, c := range cols {
+			var s string
+			if c.Type == projectdata.TypeDatetime && json.Unmarshal(r[c.Name], &s) == nil {
+				r[c.Name], _ = json.Marshal(datetimeInstant(s))
+			}
+		}
+	}
+	if decoded == nil {
+		decoded = []map[string]json.RawMessage{}
+	}
+	if b, err = json.Marshal(decoded); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// datetimeDefaults returns columns (JSON) with the defaults of DATETIME
+// columns replaced by their instants.
+func datetimeDefaults(t *testing.T, columns any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(columns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded []map[string]json.RawMessage
+	if err := json.Unmarshal(b, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range decoded {
+		if string(c["column_type"]) == `"DATETIME"` {
+			c["default_value"], _ = json.Marshal(defaultInstant(string(c["default_value"])))
+		}
+	}
+	if b, err = json.Marshal(decoded); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // sameJSON fails the test unless got, encoded to JSON, holds everything of
@@ -307,7 +404,7 @@ func checkUpgraded(t *testing.T, s *projectdata.Store, dir string, fx upgradeFix
 		sameJSON(t, "table "+name, tables[i], want.Table)
 		_, cols, err := s.ListColumns(ctx, "acme", name)
 		is.NoErr(err)
-		sameJSON(t, "columns of "+name, cols, want.Columns)
+		sameJSON(t, "columns of "+name, datetimeDefaults(t, cols), datetimeDefaults(t, want.Columns))
 		_, idx, err := s.ListIndexes(ctx, "acme", name)
 		is.NoErr(err)
 		sameJSON(t, "indexes of "+name, idx, want.Indexes)
@@ -315,12 +412,8 @@ func checkUpgraded(t *testing.T, s *projectdata.Store, dir string, fx upgradeFix
 		is.NoErr(err)
 		is.True(list.Total != nil)
 		is.Equal(*list.Total, want.Total) // the kept count
-		rows, err := json.Marshal(want.Rows)
-		is.NoErr(err)
-		if want.Rows == nil {
-			rows = []byte("[]")
-		}
-		sameJSON(t, "rows of "+name, allRows(t, s, "acme", name), rows)
+		got := datetimeRows(t, allRows(t, s, "acme", name), want.Columns)
+		sameJSON(t, "rows of "+name, got, datetimeRows(t, want.Rows, want.Columns))
 	}
 	pdtest.CheckRowCounts(t, dir, "acme")
 
@@ -486,12 +579,8 @@ func checkOldSnapshotRestores(t *testing.T, s *projectdata.Store, dir string, fx
 				rows = append(rows, r)
 			}
 		}
-		b, err := json.Marshal(rows)
-		is.NoErr(err)
-		if rows == nil {
-			b = []byte("[]")
-		}
-		sameJSON(t, "restored rows of "+tb.Name, allRows(t, s, "old-snapshot", tb.Name), b)
+		got := datetimeRows(t, allRows(t, s, "old-snapshot", tb.Name), want.Columns)
+		sameJSON(t, "restored rows of "+tb.Name, got, datetimeRows(t, rows, want.Columns))
 	}
 	for _, tok := range fx.Tokens {
 		_, err := s.Authenticate(ctx, "old-snapshot", tok.Secret)
@@ -573,4 +662,64 @@ func TestInterruptedUpgradeResumes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestUpgradeMakesDatetimesCanonical opens the project of the first
+// release, which stored DATETIME values as written ("2026-01-02",
+// "2026-01-02 10:00:00+02:00"), where every later release stores RFC 3339
+// UTC to the millisecond and compares where values in that form: the
+// upgrade rewrites them, defaults too, so that a where, an order or a key
+// finds them. A value this release refuses (finer than the millisecond)
+// and one whose form would collide with another row's in a unique column
+// stay as written.
+func TestUpgradeMakesDatetimesCanonical(t *testing.T) {
+	is := is.New(t)
+	dir, _ := loadUpgradeFixture(t, filepath.Join("testdata", "upgrade", "v1"))
+	s, err := projectdata.Open(dir, &projectdata.Options{Now: pdtest.NewClock(upgradeClock).Now})
+	is.NoErr(err)
+	defer s.Close()
+
+	is.Equal(allRows(t, s, "acme", "events"), []projectdata.Row{
+		{"id": int64(1), "at": "2026-01-02T00:00:00.000Z", "once": "2026-03-04", "dflt": "2026-07-08T07:10:11.000Z"},
+		{"id": int64(2), "at": "2026-01-02T10:00:00.000Z", "once": "2026-03-04T00:00:00Z", "dflt": "2026-07-08T07:10:11.000Z"},
+		{"id": int64(3), "at": "2026-01-02T08:00:00.000Z", "once": "2026-03-04T00:00:00.000Z", "dflt": "2026-07-08T07:10:11.000Z"},
+		{"id": int64(4), "at": "2026-01-02T13:30:00.500Z", "once": nil, "dflt": nil},
+		{"id": int64(5), "at": "2026-01-02T10:00:00.123456Z", "once": nil, "dflt": "2026-07-08T07:10:11.000Z"},
+		{"id": int64(6), "at": "2026-01-02T23:59:59.999Z", "once": nil, "dflt": "2026-01-02T23:59:59.999Z"},
+	})
+	is.Equal(allRows(t, s, "acme", "days"), []projectdata.Row{
+		{"day": "2026-05-06T00:00:00.000Z", "what": "a date"},
+		{"day": "2026-05-07T11:00:00.000Z", "what": "noon in Paris"},
+	})
+	is.Equal(allRows(t, s, "acme", "kinds")[1]["d"], "2000-01-01T00:00:00.000Z")
+
+	// A where, an order and a key find them, in any form.
+	found, err := s.ListRecords(ctx, "acme", "events", projectdata.ListOptions{Where: whereOf(t, `{"at":"2026-01-02"}`), Columns: []string{"id"}})
+	is.NoErr(err)
+	is.Equal(found.Rows, []projectdata.Row{{"id": int64(1)}})
+	found, err = s.ListRecords(ctx, "acme", "events", projectdata.ListOptions{Where: whereOf(t, `[{"column":"at","op":"<","value":"2026-01-02T10:00:00.200Z"}]`), Order: "at", Columns: []string{"id"}})
+	is.NoErr(err)
+	is.Equal(found.Rows, []projectdata.Row{{"id": int64(1)}, {"id": int64(3)}, {"id": int64(2)}, {"id": int64(5)}})
+	found, err = s.ListRecords(ctx, "acme", "kinds", projectdata.ListOptions{Where: whereOf(t, `{"d":"2000-01-01T00:00:00Z"}`), Columns: []string{"id"}})
+	is.NoErr(err)
+	is.Equal(found.Rows, []projectdata.Row{{"id": int64(2)}})
+	day, err := s.GetRecord(ctx, "acme", "days", "2026-05-06")
+	is.NoErr(err)
+	is.Equal(day["what"], "a date")
+
+	// The default is canonical in the registry and in the table: a new
+	// row gets it in the canonical form; the managed index is kept.
+	_, cols, err := s.ListColumns(ctx, "acme", "events")
+	is.NoErr(err)
+	is.Equal(cols[3].DefaultValue, "2026-07-08T07:10:11.000Z")
+	res, err := s.Insert(ctx, "acme", "events", []projectdata.Row{{"at": "2026-01-03"}})
+	is.NoErr(err)
+	row, err := s.GetRecord(ctx, "acme", "events", res.InsertedIDs[0])
+	is.NoErr(err)
+	is.Equal(row["dflt"], "2026-07-08T07:10:11.000Z")
+	_, idx, err := s.ListIndexes(ctx, "acme", "events")
+	is.NoErr(err)
+	is.Equal(len(idx), 1)
+	is.Equal(idx[0].Name, "events_by_at")
+	pdtest.CheckRowCounts(t, dir, "acme")
 }
