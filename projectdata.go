@@ -81,8 +81,9 @@ type Options struct {
 	// ExportTTL is how long an export file is kept. Zero: 7 days.
 	ExportTTL time.Duration
 	// QueueTimeout bounds how long an operation waits for a connection of
-	// its project (a reader, or the writer); a longer wait fails with
-	// ErrServerBusy. Zero: 2s.
+	// its project (a reader, or the writer), or for the project to open
+	// (the first open after an upgrade may migrate its data); a longer wait
+	// fails with ErrServerBusy. Zero: 2s.
 	QueueTimeout time.Duration
 	// MaxSQLiteMemory caps the memory of every SQLite connection of the
 	// Store together: each open connection counts for the usual heap of a
@@ -379,7 +380,10 @@ func (s *Store) acquire(ctx context.Context, slug string) (*project, error) {
 	if p, ok := s.projects.get(slug); ok {
 		p.refs++
 		s.mu.Unlock()
-		<-p.ready
+		if err := p.awaitOpen(ctx); err != nil {
+			s.release(p)
+			return nil, err
+		}
 		if p.openErr != nil {
 			s.release(p)
 			return nil, p.openErr

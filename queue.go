@@ -41,6 +41,29 @@ func (p *project) enter(ctx context.Context, sem chan struct{}, what string) err
 	}
 }
 
+// awaitOpen waits for p, which another operation opens, to be ready, as
+// long as enter waits for a connection: the first open after an upgrade
+// migrates the project's data, which takes seconds on big tables (version
+// 8 reads every DATETIME column), and the operations that come meanwhile
+// are told to retry rather than pile up.
+func (p *project) awaitOpen(ctx context.Context) error {
+	select {
+	case <-p.ready:
+		return nil
+	default:
+	}
+	t := time.NewTimer(p.store.opts.QueueTimeout)
+	defer t.Stop()
+	select {
+	case <-p.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return errorf(ErrServerBusy, "project %q is still opening after %s; retry", p.slug, p.store.opts.QueueTimeout)
+	}
+}
+
 // tryEnter takes a slot of sem if one is free now.
 func tryEnter(sem chan struct{}) bool {
 	select {

@@ -2,9 +2,11 @@ package projectdata_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -722,4 +724,40 @@ func TestUpgradeMakesDatetimesCanonical(t *testing.T) {
 	is.Equal(len(idx), 1)
 	is.Equal(idx[0].Name, "events_by_at")
 	pdtest.CheckRowCounts(t, dir, "acme")
+}
+
+// TestOperationsDoNotPileUpBehindAnUpgrade: the first open after an upgrade
+// migrates the project's data, seconds on big tables. An operation that
+// comes meanwhile waits for it as long as for a connection (QueueTimeout),
+// then is told to retry; it waited for the whole open.
+func TestOperationsDoNotPileUpBehindAnUpgrade(t *testing.T) {
+	is := is.New(t)
+	dir, _ := loadUpgradeFixture(t, filepath.Join("testdata", "upgrade", "v7"))
+	// Another program holds the write lock: the migration waits for it.
+	raw, err := sqlite3.Open(filepath.Join(dir, "acme", "project.db"))
+	is.NoErr(err)
+	defer raw.Close()
+	is.NoErr(raw.Exec(`BEGIN IMMEDIATE`))
+	s, err := projectdata.Open(dir, &projectdata.Options{QueueTimeout: 50 * time.Millisecond, BusyTimeout: time.Minute})
+	is.NoErr(err)
+	defer s.Close()
+	opened := make(chan error, 1)
+	go func() {
+		_, err := s.ListTables(ctx, "acme") // opens the project, and migrates it
+		opened <- err
+	}()
+	for s.Stats().OpenProjects == 0 { // the open is under way
+		time.Sleep(time.Millisecond)
+	}
+	_, err = s.ListTables(ctx, "acme")
+	pdtest.Code(t, err, projectdata.ErrServerBusy)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.ListTables(cctx, "acme")
+	is.True(errors.Is(err, context.Canceled))
+
+	is.NoErr(raw.Exec(`COMMIT`))
+	is.NoErr(<-opened)
+	_, err = s.ListTables(ctx, "acme")
+	is.NoErr(err)
 }
