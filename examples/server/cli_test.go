@@ -257,6 +257,27 @@ func TestProjectAndTokenLists(t *testing.T) {
 	is.True(errors.Is(err, projectdata.ErrProjectNotFound))
 }
 
+// TestProjectListShowsTheReadableProjects: a damaged project does not hide
+// the others from the operator; the command lists them, names the damaged
+// one on stderr and exits 1.
+func TestProjectListShowsTheReadableProjects(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	cli := cliIn(t, dir)
+	cli("project", "create", "acme")
+	cli("project", "create", "zeta")
+	is.NoErr(os.MkdirAll(filepath.Join(dir, "bad"), 0o755))
+	is.NoErr(os.WriteFile(filepath.Join(dir, "bad", "project.db"), []byte("not a database, but long enough to be read as one"), 0o644))
+
+	out, errOut, status := runServerCmd(t, "project", "list", "-data", dir)
+	is.Equal(status, 1)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	is.Equal(len(lines), 3) // the header, acme and zeta
+	is.True(strings.HasPrefix(lines[1], "acme  "))
+	is.True(strings.HasPrefix(lines[2], "zeta  "))
+	is.True(strings.Contains(errOut, `project "bad"`))
+}
+
 // TestListingsQuoteNamesATerminalWouldNotShow: a name with a newline or an
 // escape sequence, which the Store now refuses but a database of an older
 // release may hold, is printed quoted, so that it can neither forge a row

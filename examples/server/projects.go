@@ -50,7 +50,10 @@ func projectCreate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return err
 }
 
-// projectList prints one line per project: slug, name, creation time.
+// projectList prints one line per project: slug, name, creation time. A
+// project that cannot be read does not hide the others: they are listed,
+// and the command fails with the error that names each one that could not
+// be read.
 func projectList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("project list")
 	data := fs.String("data", defaultDataDir, "data folder")
@@ -62,16 +65,19 @@ func projectList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer store.Close()
-	projects, err := store.ListProjects(ctx)
-	if err != nil {
-		return err
+	projects, listErr := store.ListProjects(ctx)
+	if listErr != nil && len(projects) == 0 {
+		return listErr
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SLUG\tNAME\tCREATED")
 	for _, p := range projects {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Slug, listed(p.Name), p.CreatedAt)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return listErr
 }
 
 // listed is a name (of a project, of a token) as the command line prints
