@@ -124,6 +124,41 @@ func TestShutdownDrainsRequestsInFlight(t *testing.T) {
 	is.True(err != nil) // no longer accepting
 }
 
+// TestShutdownCutsOffRequestsPastTheDrain: a request still running when
+// the drain ends has its connection closed (its context ends, so the store
+// closed next does not wait for it), and runServer says what happened
+// rather than "context deadline exceeded".
+func TestShutdownCutsOffRequestsPastTheDrain(t *testing.T) {
+	is := is.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	started, ended := make(chan struct{}), make(chan struct{})
+	stuck := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		select {
+		case <-r.Context().Done():
+			close(ended)
+		case <-time.After(time.Minute):
+		}
+	})
+	lim := defaultLimits
+	lim.drain = 100 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- runServer(ctx, ln, stuck, slog.New(slog.DiscardHandler), lim) }()
+	go http.Get("http://" + ln.Addr().String() + "/")
+	<-started
+	cancel() // as SIGTERM would
+	err = <-served
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "still running after the 100ms drain")) // err
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second): // a hang guard, not a measure
+		t.Fatal("the request past the drain still runs")
+	}
+}
+
 func TestShutdownDelayServesWithHealthzUnavailable(t *testing.T) {
 	is := is.New(t)
 	store, err := projectdata.Open(t.TempDir(), nil)

@@ -147,7 +147,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 // runServer serves on ln until ctx ends, then shuts down gracefully: the
 // handler's health check turns 503 first (BeginShutdown), the server goes
 // on serving for lim.shutdownDelay, closing each connection after its
-// request, then stops accepting and drains the requests in flight. A
+// request, then stops accepting and drains the requests in flight for up
+// to lim.drain; it closes the connections of those still running then, and
+// returns an error that says so. A
 // listener with a ConnState method (boundedListener) hears of each
 // connection's state.
 func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, lim serverLimits) error {
@@ -191,6 +193,14 @@ func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 	drainCtx, cancel := context.WithTimeout(context.Background(), lim.drain)
 	defer cancel()
 	err := srv.Shutdown(drainCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The requests still running past the drain are cut off: closing
+		// their connections ends their contexts, so that the store, closed
+		// next, does not wait for them for as long as they like.
+		logger.Warn("shutting down: requests still running after the drain; closing their connections", "drain", lim.drain)
+		srv.Close()
+		err = fmt.Errorf("requests still running after the %v drain were cut off", lim.drain)
+	}
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
