@@ -123,11 +123,16 @@ func findLitestream(ctx context.Context, bin string) (string, string, error) {
 	if err != nil {
 		return "", "", fmt.Errorf("no usable litestream binary (%v); install it with `%s` or pass -litestream PATH", err, litestreamInstall)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	check, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "version")
+	cmd := exec.CommandContext(check, path, "version")
 	cmd.Env = childEnv()
 	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		// Stopped (SIGINT, SIGTERM) while the binary was checked: no
+		// fault of the binary's.
+		return "", "", ctx.Err()
+	}
 	version := strings.TrimSpace(string(out))
 	if err == nil && !strings.HasPrefix(version, litestreamSeries) {
 		err = fmt.Errorf("`%s version` printed %q", path, version)

@@ -175,6 +175,19 @@ func fakeLitestream(t *testing.T, body string) string {
 	return bin
 }
 
+// TestStoppedLitestreamCheckBlamesNoBinary: a command stopped while it
+// checks the Litestream binary reports the stop, not a binary that "is not
+// a usable litestream" (SIGINT in the first instants of project restore
+// said so).
+func TestStoppedLitestreamCheckBlamesNoBinary(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := findLitestream(ctx, fakeLitestream(t, "exit 0"))
+	is.True(errors.Is(err, context.Canceled))
+	is.True(!strings.Contains(err.Error(), "not a usable")) // err
+}
+
 // TestOneReplicatingServerPerDataFolder: a second serve -replica on a data
 // folder is refused at start-up and leaves the first one's configuration
 // alone; a plain serve on the folder is still allowed, and once the first
