@@ -352,7 +352,9 @@ func (r *replicator) supervise() {
 // the data folder's replication lock. Call it once no write can come any
 // more, and before the Store closes: closing the last connection to a
 // database checkpoints its WAL away, and Litestream's final sync reads the
-// WAL.
+// WAL. It returns an error when the final sync did not confirm every
+// database on the replica or Litestream did not exit cleanly: the replica
+// may then lack the last commits.
 func (r *replicator) Stop(timeout time.Duration) error {
 	r.mu.Lock()
 	if r.stopped {
@@ -369,8 +371,9 @@ func (r *replicator) Stop(timeout time.Duration) error {
 	r.log.Info("stopping litestream: final sync", "pid", cmd.Process.Pid)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := r.flush(ctx); err != nil {
-		r.log.Error("final sync", "err", err)
+	synced := r.flush(ctx)
+	if synced != nil {
+		synced = fmt.Errorf("final sync: %w", synced)
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -378,12 +381,12 @@ func (r *replicator) Stop(timeout time.Duration) error {
 	case <-time.After(timeout):
 		cmd.Process.Kill()
 		<-r.done
-		return errors.New("litestream did not stop in time; killed")
+		return errors.Join(synced, errors.New("litestream did not stop in time; killed"))
 	}
 	if st := cmd.ProcessState; st != nil && !st.Success() {
-		return fmt.Errorf("litestream exited: %v", st)
+		return errors.Join(synced, fmt.Errorf("litestream exited: %v", st))
 	}
-	return nil
+	return synced
 }
 
 // flush asks the running Litestream, through its control socket, to sync

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -188,6 +189,50 @@ func TestStoppedLitestreamCheckBlamesNoBinary(t *testing.T) {
 	is.True(!strings.Contains(err.Error(), "not a usable")) // err
 }
 
+// TestReplicatorStopReportsAFailedFinalSync: a final sync that Litestream
+// never confirms is Stop's error, even when Litestream then exits cleanly,
+// so that serve does not exit 0 with a replica that lacks the last commits.
+func TestReplicatorStopReportsAFailedFinalSync(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	cliIn(t, dir)("project", "create", "acme")
+	// Replicates nothing, has no control socket, and exits 0 on SIGTERM.
+	bin := fakeLitestream(t, "trap 'exit 0' TERM\nwhile :; do sleep 0.1; done")
+	u, err := parseReplicaURL("file://" + t.TempDir())
+	is.NoErr(err)
+	rep, err := startReplicator(dir, u, bin, litestreamPin, slog.New(slog.DiscardHandler), io.Discard)
+	is.NoErr(err)
+	err = rep.Stop(500 * time.Millisecond)
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "final sync")) // err
+}
+
+// TestServeFailsWhenLitestreamStopsBadly: serve -replica whose Litestream
+// does not stop cleanly exits 1 on SIGTERM, saying the replica may lack the
+// last commits, not 0 after a log line.
+func TestServeFailsWhenLitestreamStopsBadly(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir() // no project: the final sync has nothing to wait for
+	bin := fakeLitestream(t, "trap 'exit 3' TERM\nwhile :; do sleep 0.1; done")
+	addr := freeAddr(t)
+	cmd := serverCmd("serve", "-addr", addr, "-data", dir, "-replica", "file://"+t.TempDir(), "-litestream", bin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	is.NoErr(cmd.Start())
+	defer cmd.Process.Kill()
+	waitUp(t, addr)
+	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatal("the server did not stop")
+	}
+	is.Equal(cmd.ProcessState.ExitCode(), 1)
+	is.True(strings.Contains(stderr.String(), "server: stopped by SIGTERM: -replica: the replica may lack the last commits: litestream exited: exit status 3")) // stderr
+}
+
 // TestOneReplicatingServerPerDataFolder: a second serve -replica on a data
 // folder is refused at start-up and leaves the first one's configuration
 // alone; a plain serve on the folder is still allowed, and once the first
@@ -195,7 +240,7 @@ func TestStoppedLitestreamCheckBlamesNoBinary(t *testing.T) {
 func TestOneReplicatingServerPerDataFolder(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
-	bin := fakeLitestream(t, "exec sleep 3600") // replicate: runs until stopped
+	bin := fakeLitestream(t, "trap 'exit 0' TERM\nwhile :; do sleep 0.1; done") // replicate: runs until stopped, exits as Litestream does
 	replica := func() string { return "file://" + t.TempDir() }
 	first, firstReplica := freeAddr(t), replica()
 	cmd, _ := startServer(t, "serve", "-addr", first, "-data", dir, "-replica", firstReplica, "-litestream", bin)

@@ -72,7 +72,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // SIGTERM), then stops accepting, drains the requests in flight and closes
 // the store. With bootstrap, an empty data folder gets project "demo",
 // whose admin token is printed once on stdout, once the listener is bound.
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstrap bool) error {
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstrap bool) (err error) {
 	var cfg serveConfig
 	fs := cfg.flags("serve")
 	if _, err := parseFlags(fs, args, 0, stdout); err != nil {
@@ -115,16 +115,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	}
 	defer store.Close()
 	if replica != nil {
-		rep, err := startReplicator(cfg.data, replica, litestream, litestreamVersion, logger, stderr)
-		if err != nil {
-			return fmt.Errorf("-replica: %w", err)
+		rep, rerr := startReplicator(cfg.data, replica, litestream, litestreamVersion, logger, stderr)
+		if rerr != nil {
+			return fmt.Errorf("-replica: %w", rerr)
 		}
 		// Stopped once the requests have drained, before the store closes:
 		// its final sync reads every commit from the WAL, which closing
-		// the last connection would checkpoint away.
+		// the last connection would checkpoint away. A failed final sync
+		// fails the command: whoever stopped the server (to move its
+		// projects) must not take the replica for complete.
 		defer func() {
-			if err := rep.Stop(replicaStopTimeout); err != nil {
-				logger.Error("stop litestream", "err", err)
+			if serr := rep.Stop(replicaStopTimeout); serr != nil {
+				logger.Error("stop litestream", "err", serr)
+				if err == nil {
+					err = fmt.Errorf("-replica: the replica may lack the last commits: %w", serr)
+				}
 			}
 		}()
 	}
