@@ -154,9 +154,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 // on serving for lim.shutdownDelay, closing each connection after its
 // request, then stops accepting and drains the requests in flight for up
 // to lim.drain; it closes the connections of those still running then, and
-// returns an error that says so. A
-// listener with a ConnState method (boundedListener) hears of each
-// connection's state.
+// returns an error that says so. A listener with a ConnState method
+// (boundedListener) hears of each connection's state.
 func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, lim serverLimits) error {
 	srv := &http.Server{
 		Handler:           h,
