@@ -174,13 +174,15 @@ func TestRenameProject(t *testing.T) {
 // whatever its role, it got no admin token of a project of its choosing.
 func TestCreateProjectRefusesAProjectToken(t *testing.T) {
 	is := is.New(t)
-	s, dir := pdtest.NewProject(t, nil)
+	s, dir := pdtest.Open(t, nil)
+	_, _, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
 	for _, role := range []projectdata.Role{projectdata.RoleRead, projectdata.RoleAdmin} {
 		_, tok, err := s.CreateProject(pdtest.As(t, s, role), "other", "")
 		pdtest.Code(t, err, projectdata.ErrPermissionDenied)
 		is.Equal(tok.Token, "")
 	}
-	_, err := os.Stat(filepath.Join(dir, "other"))
+	_, err = os.Stat(filepath.Join(dir, "other"))
 	is.True(os.IsNotExist(err))
 	ps, err := s.ListProjects(ctx)
 	is.NoErr(err)
@@ -241,4 +243,22 @@ func TestOpenRemovesAbandonedProjectFolders(t *testing.T) {
 	is.NoErr(err)
 	defer s.Close()
 	is.Equal(dataFolder(t, dir), []string{".litestream", ".restoring-now-789", "acme"})
+}
+
+// TestOpenRefusesAProjectFolder: a project's own folder, given as the data
+// folder by mistake, listed no project, and serving it would have made
+// projects inside the project's folder.
+func TestOpenRefusesAProjectFolder(t *testing.T) {
+	is := is.New(t)
+	s, dir := pdtest.Open(t, nil)
+	_, _, err := s.CreateProject(ctx, "acme", "")
+	is.NoErr(err)
+	_, err = projectdata.Open(filepath.Join(dir, "acme"), nil)
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "project's folder"))
+	entries, err := os.ReadDir(filepath.Join(dir, "acme"))
+	is.NoErr(err)
+	for _, e := range entries { // nothing made in it
+		is.True(e.Name() == "project.db" || e.Name() == "exports" || strings.HasPrefix(e.Name(), "project.db-"))
+	}
 }
