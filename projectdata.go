@@ -239,7 +239,7 @@ type Store struct {
 }
 
 // Open returns a Store over the data folder dir, creating the folder if
-// needed. A nil opts means the defaults. It removes the temporary folders
+// needed; a project's own folder is refused. A nil opts means the defaults. It removes the temporary folders
 // of project creations and restores whose process died (unmodified for an
 // hour).
 func Open(dir string, opts *Options) (*Store, error) {
@@ -252,6 +252,11 @@ func Open(dir string, opts *Options) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, errors.Wrap(err, "projectdata: data folder")
+	}
+	// A project's own folder, given by mistake, would get projects made
+	// inside it.
+	if _, err := os.Lstat(filepath.Join(abs, dbFileName)); err == nil {
+		return nil, errors.Errorf("projectdata: %s is a project's folder (it holds %s), not a data folder: give the folder that holds it", abs, dbFileName)
 	}
 	s := &Store{
 		dir:      abs,
