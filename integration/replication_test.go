@@ -249,6 +249,28 @@ func TestFileReplica(t *testing.T) {
 	is.Equal(startServer(t, restored).client(token).batchCounts(), map[int]int{1: batchSize, 2: batchSize})
 }
 
+// TestRestoreFromTheReplicaRootSaysWhereReplicasAre: restoring from the
+// -replica URL itself, not a project's replica under it, got only
+// Litestream's "no matching backup files available".
+func TestRestoreFromTheReplicaRootSaysWhereReplicasAre(t *testing.T) {
+	is := is.New(t)
+	replica := t.TempDir()
+	dir := t.TempDir()
+	token := runServerCmd(t, "project", "create", "-data", dir, "acme")
+	srv := startServer(t, dir, "-replica", "file://"+replica)
+	c := srv.client(token)
+	c.createBatches()
+	is.NoErr(c.insertBatch(1))
+	srv.stop()
+
+	cmd := exec.Command(tools.server, "project", "restore", "-data", t.TempDir(), "-litestream", tools.litestream, "-from", "file://"+replica, "acme")
+	cmd.Env = toolEnv()
+	out, err := cmd.CombinedOutput()
+	is.True(err != nil)
+	is.True(strings.Contains(string(out), "no matching backup files"))                         // Litestream's words
+	is.True(strings.Contains(string(out), "at the -replica URL followed by /SLUG/project.db")) // and where to look
+}
+
 // TestProjectsCreatedWhileServingAreReplicated creates projects with the
 // command line while a server replicates the folder: each one reaches the
 // replica (`project sync` returns) and restores with its rows.

@@ -481,7 +481,13 @@ func restoreFromReplica(ctx context.Context, bin string, u *url.URL, at time.Tim
 		if !at.IsZero() && strings.Contains(stderr.String(), "timestamp does not exist") {
 			return "", nil, outsideReplica(ctx, path, u, at)
 		}
-		return "", nil, fmt.Errorf("litestream restore from %s: %v: %s", u.Redacted(), err, strings.TrimSpace(stderr.String()))
+		var hint string
+		if strings.Contains(stderr.String(), "no matching backup files") {
+			// Litestream's words for a URL that names no database's
+			// replica, such as the -replica URL itself.
+			hint = "; a project's replica is at the -replica URL followed by /SLUG/project.db"
+		}
+		return "", nil, fmt.Errorf("litestream restore from %s: %v: %s%s", u.Redacted(), err, strings.TrimSpace(stderr.String()), hint)
 	}
 	return out, cleanup, nil
 }
