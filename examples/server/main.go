@@ -50,7 +50,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"serve", "[-addr ADDR] [-data DIR] [-metrics=false] [-max-conns N] [-replica URL] [-litestream BIN] [-shutdown-delay DURATION] [-limit NAME=VALUE]...", "serve the HTTP API until SIGINT or SIGTERM", runServe},
+		{"serve", "[-addr ADDR] [-data DIR] [-metrics=false] [-max-conns N] [-replica URL] [-litestream BIN] [-shutdown-delay DURATION] [-limit NAME=VALUE]...", "serve the HTTP API until SIGINT, SIGTERM or SIGHUP", runServe},
 		{"project create", "[-data DIR] [-name NAME] SLUG", "create a project; print its first admin token", projectCreate},
 		{"project list", "[-data DIR]", "list the projects", projectList},
 		{"project restore", "[-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] [-litestream BIN] SLUG", "restore a project from a snapshot file or a Litestream replica", projectRestore},
@@ -87,7 +87,11 @@ func main() {
 	}
 }
 
-// signalContext returns a context that the first SIGINT or SIGTERM ends,
+// stopSignals are the signals that stop a command, by name: SIGHUP too,
+// which a closed terminal or SSH session sends.
+var stopSignals = map[os.Signal]string{os.Interrupt: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}
+
+// signalContext returns a context that the first of stopSignals ends,
 // with the signal's name as its cause: every command stops through its
 // context, so that its deferred clean-up runs (serve drains and stops).
 // The signals get their default effect back before the context ends, so a
@@ -95,15 +99,13 @@ func main() {
 func signalContext() context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	for sig := range stopSignals {
+		signal.Notify(sigs, sig)
+	}
 	go func() {
 		sig := <-sigs
 		signal.Stop(sigs)
-		if sig == os.Interrupt {
-			cancel(errors.New("SIGINT"))
-		} else {
-			cancel(errors.New("SIGTERM"))
-		}
+		cancel(errors.New(stopSignals[sig]))
 	}()
 	return ctx
 }

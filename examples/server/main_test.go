@@ -22,6 +22,7 @@ import (
 
 	"github.com/projectdata/projectdata"
 	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/internal/pdtest"
 )
 
 var tokenLine = regexp.MustCompile(`^pat_[a-z2-7]{52}\n$`)
@@ -222,6 +223,30 @@ func TestSecondSignalEndsTheShutdownDelay(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the second SIGTERM did not end the server")
 	}
+}
+
+// TestHangUpStopsTheServerCleanly: SIGHUP, which a closed terminal or SSH
+// session sends, killed the server without a drain (or a replica's final
+// sync); it now stops it as SIGTERM does.
+func TestHangUpStopsTheServerCleanly(t *testing.T) {
+	is := is.New(t)
+	addr := freeAddr(t)
+	cmd := serverCmd("serve", "-addr", addr, "-data", t.TempDir())
+	var stderr pdtest.LockedBuffer
+	cmd.Stderr = &stderr
+	is.NoErr(cmd.Start())
+	defer cmd.Process.Kill()
+	waitUp(t, addr)
+	is.NoErr(cmd.Process.Signal(syscall.SIGHUP))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		is.NoErr(err) // drained and stopped, not killed by the signal
+	case <-time.After(time.Minute):
+		t.Fatal("SIGHUP did not stop the server")
+	}
+	is.True(strings.Contains(stderr.String(), "shutting down"))
 }
 
 func TestSlowAndGreedyClients(t *testing.T) {
