@@ -229,6 +229,13 @@ func (p *project) exportRead(ctx context.Context, fn func(c *conn) error) (err e
 	defer c.close()
 	defer recoverReaderTrap(c, &err)
 
+	// An export reads in key order, which an index gives; should SQLite
+	// sort instead, a table's worth of rows goes to a temporary file, as
+	// before readers held theirs in a capped heap (see conn.configure):
+	// this connection's heap has no cap.
+	if err := c.exec(`PRAGMA temp_store=FILE`); err != nil {
+		return err
+	}
 	if err := c.exec(`BEGIN`); err != nil {
 		return err
 	}

@@ -240,3 +240,29 @@ func TestReadSchemaReadsOneSnapshot(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(int64(len(n.Rows)), before+1) // seen by the next read
 }
+
+// TestWhereReadersKeepTemporaryData: the readers of queries and lists hold
+// their sorts and temporary tables in their heap, which those cap, never
+// on the disk every project shares; an export's connection, whose heap
+// has no cap, keeps them on disk, should SQLite sort a table's rows.
+func TestWhereReadersKeepTemporaryData(t *testing.T) {
+	is := is.New(t)
+	_, _, p := boundedStore(t, nil)
+	tempStore := func(c *conn) (store int) {
+		_, err := c.queryRow(`PRAGMA temp_store`, nil, func(st *sqlite3.Stmt) error {
+			store = st.ColumnInt(0)
+			return nil
+		})
+		is.NoErr(err)
+		return store
+	}
+	const file, memory = 1, 2
+	is.NoErr(p.read(context.Background(), func(c *conn) error {
+		is.Equal(tempStore(c), memory)
+		return nil
+	}))
+	is.NoErr(p.exportRead(context.Background(), func(c *conn) error {
+		is.Equal(tempStore(c), file)
+		return nil
+	}))
+}
