@@ -338,6 +338,8 @@ func (s *Store) Changes(ctx context.Context, slug string, after int64) iter.Seq2
 // modify it.
 func (s *Store) FollowChanges(ctx context.Context, slug string, q ChangeQuery) iter.Seq2[Change, error] {
 	return func(yield func(Change, error) bool) {
+		// The follower may outlive its request's pin of the project.
+		ctx := unpinned(ctx)
 		q.Limit = feedPage
 		if err := q.check(); err != nil {
 			yield(Change{}, err)

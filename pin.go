@@ -59,3 +59,26 @@ func (s *Store) pinned(ctx context.Context, slug string) (*project, bool) {
 	}
 	return pn.p, true
 }
+
+// unpinned returns ctx without its pinned project, if any: the Store's
+// operations run with it look the project up anew each time. An operation
+// that lasts as long as its caller wants (FollowChanges) runs so, so that
+// it goes on with the project's new database once its folder was replaced
+// (RestoreProject into its slug, another process; see acquire), not with
+// the removed one that its request pinned.
+func unpinned(ctx context.Context) context.Context {
+	if _, ok := ctx.Value(pinKey{}).(*pin); !ok {
+		return ctx
+	}
+	return unpinnedCtx{ctx}
+}
+
+// unpinnedCtx is a context without the pinned project of its parent.
+type unpinnedCtx struct{ context.Context }
+
+func (c unpinnedCtx) Value(key any) any {
+	if key == (pinKey{}) {
+		return nil
+	}
+	return c.Context.Value(key)
+}
