@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -191,27 +190,8 @@ func TestFeedStopsOnAnswers(t *testing.T) {
 // cutter is a TCP proxy to addr that cuts each connection after passing
 // on limit bytes of the server's answer: mid-event, mostly.
 func cutter(t *testing.T, addr string, limit int64) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			down, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", addr)
-			if err != nil {
-				down.Close()
-				continue
-			}
-			go func() { io.Copy(up, down); up.Close() }()
-			go func() { io.CopyN(down, up, limit); down.Close(); up.Close() }()
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	url, _ := cuttingProxy(t, func() string { return addr }, func(int) int64 { return limit })
+	return url
 }
 
 // TestFeedSurvivesCutStreams: streams cut mid-event are opened again and
