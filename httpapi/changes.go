@@ -61,6 +61,7 @@ func (h *Handler) streamChanges(ctx context.Context, w http.ResponseWriter, r *h
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	fromNow := false
 	switch last := r.Header.Get("Last-Event-ID"); {
 	case last != "":
 		n, err := strconv.ParseInt(strings.TrimSpace(last), 10, 64)
@@ -72,6 +73,7 @@ func (h *Handler) streamChanges(ctx context.Context, w http.ResponseWriter, r *h
 		if cq.After, err = h.store.LastChangeID(ctx, slug); err != nil {
 			return err
 		}
+		fromNow = true
 	}
 	select {
 	case <-h.streamsDone:
@@ -131,6 +133,9 @@ func (h *Handler) streamChanges(ctx context.Context, w http.ResponseWriter, r *h
 	}
 	w.WriteHeader(http.StatusOK)
 	out := &eventWriter{w: w, rc: http.NewResponseController(w), timeout: h.opts.StreamWriteTimeout}
+	if fromNow {
+		out.startAt(cq.After)
+	}
 	if !out.flush() {
 		return nil
 	}
@@ -222,6 +227,17 @@ func (e *eventWriter) ping() {
 		e.sent = e.passed
 	}
 	e.buf = append(e.buf, '\n')
+}
+
+// startAt appends a ping whose id line is the point a stream that starts
+// from now starts after: a client cut off before its first event would
+// otherwise reconnect without Last-Event-ID, start from a later now, and
+// miss the changes between.
+func (e *eventWriter) startAt(after int64) {
+	e.buf = append(e.buf, ": ping\nid: "...)
+	e.buf = strconv.AppendInt(e.buf, after, 10)
+	e.buf = append(e.buf, "\n\n"...)
+	e.sent = after
 }
 
 // error writes a final "error" event with the error's code and message.

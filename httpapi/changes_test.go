@@ -68,6 +68,20 @@ func openStream(t testing.TB, srv *httptest.Server, path, token string, headers 
 	return s
 }
 
+// started reads the ping that opens a stream from now, and returns the id
+// it names: the point the stream starts after.
+func (s *sseStream) started(t testing.TB) string {
+	t.Helper()
+	ev, err := s.next()
+	if err != nil || ev.Comment != "ping" {
+		t.Fatalf("the stream opened with %+v, %v; want a ping", ev, err)
+	}
+	if ev, err = s.next(); err != nil || ev.ID == "" || ev.Event != "" || ev.Data != "" {
+		t.Fatalf("the opening ping's id line is %+v, %v", ev, err)
+	}
+	return ev.ID
+}
+
 func (s *sseStream) close() {
 	s.cancel()
 	s.res.Body.Close()
@@ -264,9 +278,11 @@ func TestChangeStream(t *testing.T) {
 		a.must(a.do("POST", "/projects/acme/records/items", a.write, `{"name":"before"}`), 201, "")
 		st := openStream(t, srv, "/projects/acme/changes/stream?tables=items", a.read)
 		is.Equal(st.res.StatusCode, 200)
+		is.Equal(st.started(t), "2")
 		// An empty after is no after (as an empty limit is no limit).
 		empty := openStream(t, srv, "/projects/acme/changes/stream?after=&tables=items", a.read)
 		is.Equal(empty.res.StatusCode, 200)
+		is.Equal(empty.started(t), "2")
 		_, _, err := a.store.CreateTable(ctx, "acme", projectdata.TableDef{Name: "other"})
 		is.NoErr(err)
 		a.must(a.do("POST", "/projects/acme/records/items", a.write, `{"name":"after"}`), 201, "")
@@ -277,6 +293,29 @@ func TestChangeStream(t *testing.T) {
 			is.Equal(c.Row["name"], "after") // not the earlier insert, not table other
 			is.Equal(c.ID, int64(4))
 		}
+	})
+	t.Run("FromNowNamesItsStart", func(t *testing.T) {
+		// A stream from now opens with a ping naming where it starts: a
+		// client cut off before the first change resumes from there
+		// (EventSource sends it as Last-Event-ID), not from a later now
+		// that would skip the changes between. An empty log starts at 0.
+		is := is.New(t)
+		a := newAPI(t, nil)
+		srv := streamServer(t, a.h)
+		st := openStream(t, srv, "/projects/acme/changes/stream", a.read)
+		is.Equal(st.started(t), "0")
+		st.close()
+		itemsTable(t, a.store) // change 1
+		st = openStream(t, srv, "/projects/acme/changes/stream", a.read)
+		start := st.started(t)
+		is.Equal(start, "1")
+		st.close() // cut before any change
+		a.must(a.do("POST", "/projects/acme/records/items", a.write, `{"name":"while away"}`), 201, "")
+		st = openStream(t, srv, "/projects/acme/changes/stream", a.read, "Last-Event-ID", start)
+		ev, err := st.next()
+		is.NoErr(err)
+		is.Equal(ev.change(t).Row["name"], "while away")
+		is.Equal(ev.ID, "2")
 	})
 	t.Run("Pings", func(t *testing.T) {
 		is := is.New(t)
@@ -298,6 +337,7 @@ func TestChangeStream(t *testing.T) {
 		_, _, err := a.store.CreateTable(ctx, "acme", projectdata.TableDef{Name: "other"})
 		is.NoErr(err)
 		st := openStream(t, srv, "/projects/acme/changes/stream?tables=items", a.read)
+		st.started(t)
 		a.must(a.do("POST", "/projects/acme/records/items", a.write, `{"name":"one"}`), 201, "")
 		a.must(a.do("POST", "/projects/acme/records/other", a.write, `[{},{},{}]`), 201, "")
 		last, err := a.store.LastChangeID(ctx, "acme")
@@ -329,6 +369,7 @@ func TestChangeStream(t *testing.T) {
 		srv := streamServer(t, a.h)
 		st := openStream(t, srv, "/projects/acme/changes/stream", a.read)
 		is.Equal(st.res.StatusCode, 200)
+		st.started(t)
 		a.h.CloseStreams()
 		_, err := st.next()
 		is.Equal(err, io.EOF) // the server ended the stream
@@ -344,6 +385,7 @@ func TestChangeStream(t *testing.T) {
 		is.NoErr(err)
 		st := openStream(t, srv, "/projects/acme/changes/stream", tok.Token)
 		is.Equal(st.res.StatusCode, 200)
+		st.started(t)
 		a.must(a.do("DELETE", "/projects/acme/auth/tokens/"+itoa(tok.TokenID), a.admin, ""), 200, "")
 		a.must(a.do("POST", "/projects/acme/records/items", a.write, `{"name":"after the revocation"}`), 201, "")
 		ev, err := st.next()
@@ -359,6 +401,7 @@ func TestChangeStream(t *testing.T) {
 		srv := streamServer(t, a.h)
 		st := openStream(t, srv, "/projects/acme/changes/stream", a.read)
 		is.Equal(st.res.StatusCode, 200)
+		st.started(t)
 		is.NoErr(a.store.Close())
 		ev, err := st.next()
 		is.NoErr(err)

@@ -189,7 +189,7 @@ var apiRoutes = []apiRoute{
 			{"tables", strSchema, "Comma-separated tables to keep."}, limitParam},
 		data:  object(`"changes","next_after"`, `"changes":{"type":"array","items":`+ref("Change")+`}`, `"next_after":`+intSchema),
 		codes: []pd.Code{pd.ErrChangesExpired, pd.ErrInvalidTableName, pd.ErrTableNotFound}},
-	{method: "GET", path: "/projects/{project}/changes/stream", summary: "Follow changes as Server-Sent Events (id = change id; a ping may carry the id of the point past other tables' changes; Last-Event-ID resumes). A token holds a bounded number of streams of a project at once (16 by default): one more is 503 server_busy, with Retry-After, before any event", status: 200,
+	{method: "GET", path: "/projects/{project}/changes/stream", summary: "Follow changes as Server-Sent Events (id = change id; a stream from now opens with a ping whose id is where it starts, and a ping may carry the id of the point past other tables' changes; Last-Event-ID resumes). A token holds a bounded number of streams of a project at once (16 by default): one more is 503 server_busy, with Retry-After, before any event", status: 200,
 		query: []apiParam{{"after", `{"type":"integer","minimum":0}`, "Change id to start after; default: from now."},
 			{"tables", strSchema, "Comma-separated tables to keep."}},
 		media: "text/event-stream", codes: []pd.Code{pd.ErrChangesExpired, pd.ErrInvalidTableName, pd.ErrTableNotFound}},
