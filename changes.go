@@ -218,13 +218,19 @@ func readChanges(c *conn, q ChangeQuery, maxBytes int) (page ChangePage, full bo
 		page.Changes = append(page.Changes, ch)
 		return true
 	}
+	// Once the page is full the statement stops: the records after it, up
+	// to q.Limit of them and each up to maxChangeRecordBytes, are not read.
+	stop := errors.New("stop")
 	err = c.query(sql.String(), args, func(st *sqlite3.Stmt) error {
-		if full {
-			return nil
+		if err := decodeRecord(st, q.After, add); err != nil {
+			return err
 		}
-		return decodeRecord(st, q.After, add)
+		if full || len(page.Changes) == q.Limit {
+			return stop
+		}
+		return nil
 	})
-	if err != nil {
+	if err != nil && err != stop {
 		return page, false, err
 	}
 	if n := len(page.Changes); full || n == q.Limit {
