@@ -61,6 +61,37 @@ func TestCheckpointsRunInTheBackground(t *testing.T) {
 	waitFor(t, "the checkpointer's connection closed", func() bool { return !p.ckpt.open.Load() }) // idle: none held
 }
 
+// TestBigTransactionLeavesNoBigLog: once a transaction far past the
+// checkpoint size (here 40 rows of 1 MiB, about 80 MiB of log with their
+// change records) is checkpointed, the next write cuts the log's file down
+// to walKeepBytes; it kept the size of the transaction for as long as the
+// project stayed open.
+func TestBigTransactionLeavesNoBigLog(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := itemsStore(t, nil)
+	rows := make([]Row, 40)
+	for i := range rows {
+		rows[i] = Row{"name": strings.Repeat("x", 1<<20), "qty": i}
+	}
+	_, err := s.Insert(ctx, "acme", "items", rows)
+	is.NoErr(err)
+	walSize := func() int64 {
+		fi, err := os.Stat(filepath.Join(s.dir, "acme", dbFileName+"-wal"))
+		is.NoErr(err)
+		return fi.Size()
+	}
+	if size := walSize(); size < 4*walKeepBytes {
+		t.Fatalf("the insert left a log of %d bytes, expected one far past %d", size, walKeepBytes)
+	}
+	waitFor(t, "the log's file cut down", func() bool {
+		_, err := s.Insert(ctx, "acme", "items", []Row{{"name": "x"}}) // starts the log over once checkpointed
+		is.NoErr(err)
+		time.Sleep(50 * time.Millisecond)
+		return walSize() <= walKeepBytes
+	})
+}
+
 // TestCheckpointerKeepsItsConnection: checkpoints that follow each other
 // (here those after each pause of the writer) share one connection of the
 // checkpointer, instead of opening one each.

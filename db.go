@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -567,7 +568,7 @@ func (c *conn) configure(readOnly bool, busyTimeout time.Duration) error {
 			return err
 		}
 	} else {
-		pragmas = `PRAGMA journal_mode=WAL; ` + pragmas
+		pragmas = `PRAGMA journal_mode=WAL; PRAGMA journal_size_limit=` + strconv.Itoa(walKeepBytes) + `; ` + pragmas
 		if verifyChangeLog {
 			c.watchChanges()
 		}
