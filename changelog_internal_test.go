@@ -91,6 +91,51 @@ func TestChangeRetention(t *testing.T) {
 	is.Equal(page.Changes[0].ID, int64(1204))
 }
 
+// TestChangePruneBatchesAreBoundedInBytes: a retention transaction
+// deletes at most changePruneBytes of records (or one record), not
+// changePruneBatch records whatever their size: 500 records of big rows
+// (up to maxChangeRecordBytes each) held the writer past QueueTimeout.
+// Pruning still deletes every record due, batch after batch.
+func TestChangePruneBatchesAreBoundedInBytes(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	s := itemsStore(t, &Options{Now: clk.Now, ChangeRetention: time.Hour}) // change 1: the table
+	const records = 3 * changePruneBytes >> 20                             // of 1 MiB: three batches' worth
+	big := strings.Repeat("x", 1<<20)
+	for i := range records {
+		_, err := s.Insert(ctx, "acme", "items", []Row{{"name": big, "qty": i}}) // a record each
+		is.NoErr(err)
+	}
+	clk.advance(2 * time.Hour) // with no commit after it, which would prune in the background
+	cutoff := formatTime(clk.Now().Add(-time.Hour))
+	var n int
+	var more bool
+	is.NoErr(s.withProject(ctx, "acme", "", func(p *project) error {
+		return p.write(ctx, func(c *conn) (err error) {
+			_, n, more, err = changePruneSelect(c, cutoff)
+			return err
+		})
+	}))
+	if n < 1 || n > changePruneBytes>>20 || !more {
+		t.Fatalf("one transaction would delete %d records of 1 MiB (more: %v); want 1 to %d, and more", n, more, changePruneBytes>>20)
+	}
+	is.NoErr(s.withProject(ctx, "acme", "", func(p *project) error {
+		pruned, err := s.pruneChanges(ctx, p)
+		is.Equal(pruned, records) // the table's record and the big ones but the newest
+		return err
+	}))
+	_, err := s.ListChanges(ctx, "acme", ChangeQuery{After: records - 1})
+	is.Equal(ErrorCode(err), ErrChangesExpired)
+	page, err := s.ListChanges(ctx, "acme", ChangeQuery{After: records})
+	is.NoErr(err)
+	is.Equal(len(page.Changes), 1) // the newest, kept
+	is.Equal(page.Changes[0].ID, int64(records+1))
+	l, err := s.ListRecords(ctx, "acme", "items", ListOptions{Count: CountExact, Limit: 1})
+	is.NoErr(err)
+	is.Equal(*l.Total, int64(records)) // the counts folded before the records went
+}
+
 // BenchmarkInsertChangeLog measures inserts with the change log on and
 // off in the same run: one row per insert and 1,000 rows per insert.
 func BenchmarkInsertChangeLog(b *testing.B) {

@@ -338,13 +338,21 @@ func storedNumber(n json.Number) any {
 	return s
 }
 
-// changePruneBatch is the most log records one retention transaction deletes,
-// so the writer is never held long.
-const changePruneBatch = 500
+// changePruneBatch is the most log records one retention transaction
+// deletes, and changePruneBytes the most bytes of their data but for the
+// first record's, so the writer is never held long: deleting a record
+// reads its every overflow page (a record holds up to
+// maxChangeRecordBytes), and 500 records of 2 MB rows, 1.2 GB, held it
+// for over 2 s from a cold page cache, past QueueTimeout for the writes
+// behind it.
+const (
+	changePruneBatch = 500
+	changePruneBytes = 16 << 20
+)
 
 // pruneChanges deletes the log records older than Options.ChangeRetention,
-// changePruneBatch records per transaction, always keeping the newest record (so
-// ids never go back). It returns how many records it deleted.
+// a batch (see changePruneSelect) per transaction, always keeping the newest
+// record (so ids never go back). It returns how many records it deleted.
 func (s *Store) pruneChanges(ctx context.Context, p *project) (int, error) {
 	cutoff := formatTime(s.now().Add(-s.opts.ChangeRetention))
 	// A point read first tells whether the oldest record (never the newest) is
@@ -363,18 +371,11 @@ func (s *Store) pruneChanges(ctx context.Context, p *project) (int, error) {
 	}
 	total := 0
 	for {
-		n := 0
+		n, more := 0, false
 		err := p.write(ctx, func(c *conn) error {
 			var upTo int64
-			stop := false // the records are in id order: stop at the first one kept
-			err := c.query(`SELECT last_id, at < ? FROM _pd_changes WHERE last_id < (SELECT max(last_id) FROM _pd_changes) ORDER BY last_id LIMIT ?`,
-				[]any{cutoff, changePruneBatch}, func(st *sqlite3.Stmt) error {
-					if stop = stop || !st.ColumnBool(1); !stop {
-						upTo = st.ColumnInt64(0)
-						n++
-					}
-					return nil
-				})
+			var err error
+			upTo, n, more, err = changePruneSelect(c, cutoff)
 			if err != nil || upTo == 0 {
 				return err
 			}
@@ -384,8 +385,33 @@ func (s *Store) pruneChanges(ctx context.Context, p *project) (int, error) {
 			return c.exec(`DELETE FROM _pd_changes WHERE last_id <= ?`, upTo)
 		})
 		total += n
-		if err != nil || n < changePruneBatch {
+		if err != nil || !more {
 			return total, err
 		}
 	}
+}
+
+// changePruneSelect selects the records the next retention transaction deletes:
+// the n records up to last_id upTo (none: zero), in id order, each older
+// than cutoff and not the newest, at most changePruneBatch of them and,
+// but for the first, changePruneBytes of data. more reports that the batch
+// ended at a bound: records after it may be due.
+func changePruneSelect(c *conn, cutoff string) (upTo int64, n int, more bool, err error) {
+	var size int64
+	stop := false // the records are in id order: stop at the first one kept
+	// octet_length reads a record's size from its header, not its pages.
+	err = c.query(`SELECT last_id, at < ?, coalesce(octet_length(data), 0) FROM _pd_changes WHERE last_id < (SELECT max(last_id) FROM _pd_changes) ORDER BY last_id LIMIT ?`,
+		[]any{cutoff, changePruneBatch}, func(st *sqlite3.Stmt) error {
+			if stop = stop || !st.ColumnBool(1); stop {
+				return nil
+			}
+			if size += st.ColumnInt64(2); n > 0 && size > changePruneBytes {
+				stop, more = true, true
+				return nil
+			}
+			upTo = st.ColumnInt64(0)
+			n++
+			return nil
+		})
+	return upTo, n, more || n == changePruneBatch, err
 }
