@@ -230,7 +230,9 @@ func TestMoveProjectWhileTheNodeServesOthers(t *testing.T) {
 }
 
 // TestFileReplica replicates to a file:// URL instead of S3 and restores
-// from it.
+// from it. Restoring from the -replica URL itself, not a project's replica
+// under it, says where replicas are: it got only Litestream's "no matching
+// backup files available".
 func TestFileReplica(t *testing.T) {
 	is := is.New(t)
 	replica := t.TempDir()
@@ -244,31 +246,16 @@ func TestFileReplica(t *testing.T) {
 	srv.stop() // drain, close, final sync
 
 	restored := t.TempDir()
-	runServerCmd(t, "project", "restore", "-data", restored, "-litestream", tools.litestream, "-from", "file://"+filepath.Join(replica, "acme", "project.db"), "acme")
-	is.Equal(integrityCheck(t, filepath.Join(restored, "acme", "project.db")), "ok")
-	is.Equal(startServer(t, restored).client(token).batchCounts(), map[int]int{1: batchSize, 2: batchSize})
-}
-
-// TestRestoreFromTheReplicaRootSaysWhereReplicasAre: restoring from the
-// -replica URL itself, not a project's replica under it, got only
-// Litestream's "no matching backup files available".
-func TestRestoreFromTheReplicaRootSaysWhereReplicasAre(t *testing.T) {
-	is := is.New(t)
-	replica := t.TempDir()
-	dir := t.TempDir()
-	token := runServerCmd(t, "project", "create", "-data", dir, "acme")
-	srv := startServer(t, dir, "-replica", "file://"+replica)
-	c := srv.client(token)
-	c.createBatches()
-	is.NoErr(c.insertBatch(1))
-	srv.stop()
-
-	cmd := exec.Command(tools.server, "project", "restore", "-data", t.TempDir(), "-litestream", tools.litestream, "-from", "file://"+replica, "acme")
+	cmd := exec.Command(tools.server, "project", "restore", "-data", restored, "-litestream", tools.litestream, "-from", "file://"+replica, "acme")
 	cmd.Env = toolEnv()
 	out, err := cmd.CombinedOutput()
 	is.True(err != nil)
 	is.True(strings.Contains(string(out), "no matching backup files"))                         // Litestream's words
 	is.True(strings.Contains(string(out), "at the -replica URL followed by /SLUG/project.db")) // and where to look
+
+	runServerCmd(t, "project", "restore", "-data", restored, "-litestream", tools.litestream, "-from", "file://"+filepath.Join(replica, "acme", "project.db"), "acme")
+	is.Equal(integrityCheck(t, filepath.Join(restored, "acme", "project.db")), "ok")
+	is.Equal(startServer(t, restored).client(token).batchCounts(), map[int]int{1: batchSize, 2: batchSize})
 }
 
 // TestProjectsCreatedWhileServingAreReplicated creates projects with the
