@@ -239,9 +239,9 @@ type Store struct {
 }
 
 // Open returns a Store over the data folder dir, creating the folder if
-// needed; a project's own folder is refused. A nil opts means the defaults. It removes the temporary folders
-// of project creations and restores whose process died (unmodified for an
-// hour).
+// needed; a project's own folder is refused. A nil opts means the
+// defaults. It removes the temporary folders of project creations and
+// restores whose process died (unmodified for an hour).
 func Open(dir string, opts *Options) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("projectdata: empty data folder")
