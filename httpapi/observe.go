@@ -61,8 +61,10 @@ func (h *Handler) observe(rec *statusRecorder, r *http.Request, d time.Duration)
 		slog.Int("status", rec.status),
 		slog.Int64("bytes", rec.bytes),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-		slog.String("request_id", rec.Header().Get("X-Request-Id")),
 	)
+	if id := rec.Header().Get("X-Request-Id"); id != "" { // none for /metrics and /openapi.json
+		attrs = append(attrs, slog.String("request_id", id))
+	}
 	if rec.code != "" {
 		attrs = append(attrs, slog.String("code", string(rec.code)))
 	}

@@ -283,9 +283,18 @@ func TestAccessLogCarriesCodeAndTokenID(t *testing.T) {
 	_, hasID := got[0]["token_id"]
 	is.True(!hasID)
 
+	// A request id where the answer has one, and no empty one where it
+	// has none (the OpenAPI document, like /metrics, is not the envelope).
+	l.call("GET", "/openapi.json", "")
+	got = lines()
+	is.Equal(len(got), 1)
+	_, hasRequestID := got[0]["request_id"]
+	is.True(!hasRequestID)
+
 	l.call("GET", "/projects/acme", "", "Authorization", "Bearer "+l.admin)
 	raw := buf.String()
 	is.True(strings.Contains(raw, `"token_id":1`))
+	is.True(strings.Contains(raw, `"request_id":"req_`))
 	is.True(!strings.Contains(raw, "pat_")) // never the secret
 }
 
