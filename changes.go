@@ -220,17 +220,16 @@ func readChanges(c *conn, q ChangeQuery, maxBytes int) (page ChangePage, full bo
 	}
 	// Once the page is full the statement stops: the records after it, up
 	// to q.Limit of them and each up to maxChangeRecordBytes, are not read.
-	stop := errors.New("stop")
 	err = c.query(sql.String(), args, func(st *sqlite3.Stmt) error {
 		if err := decodeRecord(st, q.After, add); err != nil {
 			return err
 		}
 		if full || len(page.Changes) == q.Limit {
-			return stop
+			return errStopRows
 		}
 		return nil
 	})
-	if err != nil && err != stop {
+	if err != nil && err != errStopRows {
 		return page, false, err
 	}
 	if n := len(page.Changes); full || n == q.Limit {

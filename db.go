@@ -657,6 +657,10 @@ func (c *conn) exec(sql string, args ...any) error {
 	return c.query(sql, args, nil)
 }
 
+// errStopRows, returned by a row callback of query, ends the statement
+// before its last row; the caller takes it for success.
+var errStopRows = errors.New("stop reading rows")
+
 // query runs a statement with args and calls each for every row; each may
 // be nil. The statement is reset afterwards, whatever happens.
 func (c *conn) query(sql string, args []any, each func(st *sqlite3.Stmt) error) (err error) {

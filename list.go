@@ -528,7 +528,6 @@ func (s *Store) readList(c *conn, key []byte, pl *listPlan, opts ListOptions, af
 	result := newRowsBudget(maxBytes)
 	last := make([]any, len(pl.order))
 	more := false
-	stop := errors.New("stop")
 	var ( // the JSON keys of the returned columns, when enc is set
 		keys  rowKeys
 		names []string
@@ -540,7 +539,7 @@ func (s *Store) readList(c *conn, key []byte, pl *listPlan, opts ListOptions, af
 	read := func(st *sqlite3.Stmt) error {
 		if rows == opts.Limit {
 			more = true
-			return stop
+			return errStopRows
 		}
 		var (
 			row      Row
@@ -567,7 +566,7 @@ func (s *Store) readList(c *conn, key []byte, pl *listPlan, opts ListOptions, af
 				return errorf(ErrQueryResultTooLarge, "a row of table %q takes more than the result budget of %d bytes; select fewer columns", pl.t.Name, maxBytes)
 			}
 			list.Truncated, more = true, true
-			return stop
+			return errStopRows
 		}
 		rows++
 		if enc == nil {
@@ -585,7 +584,7 @@ func (s *Store) readList(c *conn, key []byte, pl *listPlan, opts ListOptions, af
 	// One more row than the limit tells whether a next page exists.
 	for _, ps := range pl.pageSQL(after, opts.Offset, opts.Limit+1) {
 		if err = c.query(ps.sql, ps.args, read); err != nil {
-			if err == stop {
+			if err == errStopRows {
 				break
 			}
 			if ErrorCode(err) == ErrQueryResultTooLarge {

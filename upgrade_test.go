@@ -352,6 +352,17 @@ func allChanges(t *testing.T, s *projectdata.Store, slug string, after int64) []
 	}
 }
 
+// upgradeFixtures returns the folders of testdata/upgrade, one per older
+// control schema version.
+func upgradeFixtures(t *testing.T) []string {
+	t.Helper()
+	fixtures, err := filepath.Glob(filepath.Join("testdata", "upgrade", "v*"))
+	if err != nil || len(fixtures) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	return fixtures
+}
+
 // TestUpgrade opens every project database an older release wrote
 // (testdata/upgrade) with this release: the control schema reaches this
 // release's version; nothing written is lost or altered (stored form,
@@ -360,12 +371,8 @@ func allChanges(t *testing.T, s *projectdata.Store, slug string, after int64) []
 // exports, the change feed, snapshots and restore work afterwards, as
 // does restoring the release's own snapshot file.
 func TestUpgrade(t *testing.T) {
-	fixtures, err := filepath.Glob(filepath.Join("testdata", "upgrade", "v*"))
-	if err != nil || len(fixtures) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
 	newest := newestControlVersion(t)
-	for _, src := range fixtures {
+	for _, src := range upgradeFixtures(t) {
 		t.Run(filepath.Base(src), func(t *testing.T) {
 			dir, fx := loadUpgradeFixture(t, src)
 			if got := controlVersionOf(t, dir, "acme"); got != fx.Version || got >= newest {
@@ -636,12 +643,8 @@ func TestNewerControlSchemaIsRefused(t *testing.T) {
 // and opens the project with this release: the upgrade resumes where it
 // stopped and the project holds what its release wrote.
 func TestInterruptedUpgradeResumes(t *testing.T) {
-	fixtures, err := filepath.Glob(filepath.Join("testdata", "upgrade", "v*"))
-	if err != nil || len(fixtures) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
 	newest := newestControlVersion(t)
-	for _, src := range fixtures {
+	for _, src := range upgradeFixtures(t) {
 		for stop := 0; stop < newest; stop++ {
 			dir, fx := loadUpgradeFixture(t, src)
 			if stop <= fx.Version {
@@ -738,7 +741,7 @@ func TestOperationsDoNotPileUpBehindAnUpgrade(t *testing.T) {
 	is.NoErr(err)
 	defer raw.Close()
 	is.NoErr(raw.Exec(`BEGIN IMMEDIATE`))
-	s, err := projectdata.Open(dir, &projectdata.Options{QueueTimeout: 50 * time.Millisecond, BusyTimeout: time.Minute})
+	s, err := projectdata.Open(dir, &projectdata.Options{QueueTimeout: 500 * time.Millisecond, BusyTimeout: time.Minute})
 	is.NoErr(err)
 	defer s.Close()
 	opened := make(chan error, 1)
@@ -751,10 +754,11 @@ func TestOperationsDoNotPileUpBehindAnUpgrade(t *testing.T) {
 	}
 	_, err = s.ListTables(ctx, "acme")
 	pdtest.Code(t, err, projectdata.ErrServerBusy)
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
+	// A context that ends during the wait, before QueueTimeout: its error.
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
 	_, err = s.ListTables(cctx, "acme")
-	is.True(errors.Is(err, context.Canceled))
+	is.True(errors.Is(err, context.DeadlineExceeded))
 
 	is.NoErr(raw.Exec(`COMMIT`))
 	is.NoErr(<-opened)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -215,14 +216,7 @@ func TestSecondSignalEndsTheShutdownDelay(t *testing.T) {
 		status = res.StatusCode
 	}
 	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		is.True(err != nil) // ended by the signal
-	case <-time.After(time.Minute):
-		t.Fatal("the second SIGTERM did not end the server")
-	}
+	is.True(waitExit(t, cmd, "the second SIGTERM did not end the server") != nil) // ended by the signal
 }
 
 // TestHangUpStopsTheServerCleanly: SIGHUP, which a closed terminal or SSH
@@ -238,15 +232,23 @@ func TestHangUpStopsTheServerCleanly(t *testing.T) {
 	defer cmd.Process.Kill()
 	waitUp(t, addr)
 	is.NoErr(cmd.Process.Signal(syscall.SIGHUP))
+	is.NoErr(waitExit(t, cmd, "SIGHUP did not stop the server")) // drained and stopped, not killed by the signal
+	is.True(strings.Contains(stderr.String(), "shutting down"))
+}
+
+// waitExit waits at most a minute for the started cmd to end and returns
+// what its Wait returned; past the minute the test fails with why.
+func waitExit(t *testing.T, cmd *exec.Cmd, why string) error {
+	t.Helper()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
 	case err := <-exited:
-		is.NoErr(err) // drained and stopped, not killed by the signal
+		return err
 	case <-time.After(time.Minute):
-		t.Fatal("SIGHUP did not stop the server")
+		t.Fatal(why)
+		return nil
 	}
-	is.True(strings.Contains(stderr.String(), "shutting down"))
 }
 
 func TestSlowAndGreedyClients(t *testing.T) {

@@ -222,13 +222,7 @@ func TestServeFailsWhenLitestreamStopsBadly(t *testing.T) {
 	defer cmd.Process.Kill()
 	waitUp(t, addr)
 	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-time.After(time.Minute):
-		t.Fatal("the server did not stop")
-	}
+	waitExit(t, cmd, "the server did not stop")
 	is.Equal(cmd.ProcessState.ExitCode(), 1)
 	is.True(strings.Contains(stderr.String(), "server: stopped by SIGTERM: -replica: the replica may lack the last commits: litestream exited: exit status 3")) // stderr
 }
@@ -352,13 +346,7 @@ func TestInterruptedRestoreStopsCleanly(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	is.NoErr(cmd.Process.Signal(os.Interrupt))
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-time.After(time.Minute):
-		t.Fatal("the interrupted restore did not end")
-	}
+	waitExit(t, cmd, "the interrupted restore did not end")
 	is.Equal(cmd.ProcessState.ExitCode(), 1) // exited, not killed by the signal
 	is.Equal(stderr.String(), "server: stopped by SIGINT\n")
 	for _, dir := range []string{tmp, data} {
