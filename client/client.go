@@ -32,8 +32,8 @@
 // Store's methods that serve the server itself (Authenticate, Pin, Stats,
 // the Append*JSON encoders, DecodeRows, RefuseIdempotent), manage its
 // projects (CreateProject, ListProjects, RestoreProject) or its lifetime
-// (Close, Closed) have no counterpart here, nor has LastChangeID: no route
-// answers it.
+// (Close, Closed) have no counterpart here. LastChangeID reads the start
+// of a change stream, which no other route answers.
 package client
 
 import (

@@ -316,6 +316,45 @@ func decodeChange(data []byte) (pd.Change, error) {
 	return ch.change(), nil
 }
 
+// LastChangeID returns the id of the project's newest change, 0 for an
+// empty log: following the log after it gives the changes from now on. A
+// follower told ErrChangesExpired reads the data afresh and follows from
+// here, having asked before it read.
+//
+// No route answers it alone: a change stream opened without a resume
+// point starts from now, with a block that names where (CONTRACT §12
+// leaves the stream's start to the server; this one names it first). The
+// client opens such a stream, reads that block and closes the stream. The
+// stream counts among the token's while it is open (see FollowChanges).
+func (c *Client) LastChangeID(ctx context.Context, slug string) (int64, error) {
+	req := request{method: "GET", path: project(slug, "changes", "stream"), stream: true, accept: "text/event-stream"}
+	res, data, err := c.send(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	if res.StatusCode != http.StatusOK {
+		return 0, decodeEnvelope(res, data, req, nil)
+	}
+	defer res.Body.Close() // not drained: the stream does not end
+	br := bufio.NewReaderSize(res.Body, 512)
+	for {
+		line, err := readLine(br, 512)
+		if err != nil {
+			return 0, errors.Wrap(err, "projectdata client: the change stream's start")
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("id:")); ok {
+			id, err := strconv.ParseInt(string(bytes.TrimPrefix(v, []byte(" "))), 10, 64)
+			if err != nil || id < 0 {
+				return 0, &pd.Error{Code: pd.ErrInternal, Message: fmt.Sprintf("the change stream started at %.40q, not a change id", v)}
+			}
+			return id, nil
+		}
+		if len(line) == 0 {
+			return 0, &pd.Error{Code: pd.ErrInternal, Message: "the change stream did not name its start"}
+		}
+	}
+}
+
 // Changes yields every change after the id after, then follows new ones,
 // like FollowChanges of every table.
 func (c *Client) Changes(ctx context.Context, slug string, after int64) iter.Seq2[pd.Change, error] {

@@ -376,3 +376,42 @@ func TestFeedWaitsForAPlaceAmongItsTokenStreams(t *testing.T) {
 	release() // the place is free: the feed's next try follows
 	is.NoErr(<-got)
 }
+
+// TestLastChangeIDResumesAnExpiredFeed: the client's LastChangeID is the
+// Store's, and is where a follower told changes_expired follows from: it
+// then yields the changes after it and none before. Asked many times in a
+// row, it leaves no stream open behind it (the token's streams are
+// bounded).
+func TestLastChangeIDResumesAnExpiredFeed(t *testing.T) {
+	is := is.New(t)
+	store, dir, c := feedServer(t, &streams{events: 1 << 30})
+	want := func() int64 {
+		last, err := store.LastChangeID(ctx, "acme")
+		is.NoErr(err)
+		return last
+	}
+	last, err := c.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+	is.Equal(last, want()) // the table's creation
+	for i := range 3 {
+		_, err := c.Insert(ctx, "acme", "t", []pd.Row{{"v": i}})
+		is.NoErr(err)
+	}
+	pdtest.Exec(t, pdtest.Raw(t, dir, "acme"), `DELETE FROM _pd_changes WHERE last_id < (SELECT max(last_id) FROM _pd_changes)`)
+	_, err = follow(t, c, pd.ChangeQuery{After: last}, 1)
+	is.True(errors.Is(err, pd.ErrChangesExpired))
+
+	for range 40 { // past the 16 streams a token may hold (Options.MaxChangeStreamsPerToken)
+		last, err = c.LastChangeID(ctx, "acme")
+		is.NoErr(err)
+		is.Equal(last, want())
+	}
+	_, err = c.Insert(ctx, "acme", "t", []pd.Row{{"v": "after"}})
+	is.NoErr(err)
+	ids, err := follow(t, c, pd.ChangeQuery{After: last}, 1)
+	is.NoErr(err)
+	is.Equal(ids, []int64{last + 1}) // the insert after it, and nothing before
+
+	_, err = c.LastChangeID(ctx, "nope")
+	is.True(errors.Is(err, pd.ErrProjectNotFound))
+}

@@ -24,7 +24,6 @@ var notOverHTTP = map[string]string{
 	"Close":                "the Store's lifetime; a Client holds nothing to close",
 	"Closed":               "the Store's lifetime",
 	"OpenExport":           "returns an *os.File; the Client has DownloadExport",
-	"LastChangeID":         "no route answers it (FollowChanges without After starts from now on the server)",
 }
 
 // TestClientHasTheStoresMethods: for every operation of the Store, the
