@@ -55,6 +55,23 @@ import (
 // free, or src locked by another process past Options.BusyTimeout),
 // ErrStoreClosed.
 func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, error) {
+	return s.RestoreProjectWith(ctx, slug, func(ctx context.Context, path string) error {
+		return copyRestoreSource(ctx, src, path)
+	})
+}
+
+// RestoreProjectWith is RestoreProject from the database that fill writes
+// at path: a file that does not exist yet, in the restore's temporary
+// folder inside the data folder. A database downloaded there (from a
+// replica, say) needs no copy and no space outside the data folder. The
+// file is checked and adopted as RestoreProject's copy is; fill's error is
+// returned as it is, with nothing left behind. If the process dies during
+// fill, Open removes the temporary folder once it has gone unmodified for
+// an hour.
+//
+// Errors: those of RestoreProject, ErrInvalidRequest when fill wrote no
+// regular file at path, and fill's.
+func (s *Store) RestoreProjectWith(ctx context.Context, slug string, fill func(ctx context.Context, path string) error) (Project, error) {
 	if err := validateSlug(slug); err != nil {
 		return Project{}, err
 	}
@@ -75,8 +92,12 @@ func (s *Store) RestoreProject(ctx context.Context, slug, src string) (Project, 
 	defer os.RemoveAll(tmp) // a no-op once renamed into place
 
 	dbPath := filepath.Join(tmp, dbFileName)
-	if err := copyRestoreSource(ctx, src, dbPath); err != nil {
+	if err := fill(ctx, dbPath); err != nil {
 		return Project{}, err
+	}
+	// Opening a missing file would create an empty database.
+	if info, err := os.Lstat(dbPath); err != nil || !info.Mode().IsRegular() {
+		return Project{}, errorf(ErrInvalidRequest, "the restore wrote no database file")
 	}
 	proj, err := s.adoptRestored(ctx, dbPath, slug)
 	if err != nil {

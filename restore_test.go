@@ -593,3 +593,51 @@ func TestCloseWaitsForARestore(t *testing.T) {
 	_, _, err = s.CreateProject(ctx, "new", "")
 	pdtest.Code(t, err, projectdata.ErrStoreClosed)
 }
+
+// TestRestoreProjectWith: the database that fill writes, in the restore's
+// own folder inside the data folder, becomes the project with no copy;
+// fill's error, or no file written, leaves nothing behind.
+func TestRestoreProjectWith(t *testing.T) {
+	is := is.New(t)
+	src, _ := pdtest.NewProject(t, nil)
+	_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}}})
+	is.NoErr(err)
+	_, err = src.Insert(ctx, "acme", "notes", []projectdata.Row{{"body": "one"}})
+	is.NoErr(err)
+	snapshot := pdtest.Snapshot(t, src)
+	dst, dstDir := pdtest.Open(t, nil)
+
+	var written string
+	proj, err := dst.RestoreProjectWith(ctx, "copy", func(ctx context.Context, path string) error {
+		is.Equal(filepath.Dir(filepath.Dir(path)), dstDir) // in the data folder
+		_, err := os.Lstat(path)
+		is.True(errors.Is(err, os.ErrNotExist)) // a new file
+		written = path
+		data, err := os.ReadFile(snapshot)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(path, data, 0o644)
+	})
+	is.NoErr(err)
+	is.Equal(proj.Slug, "copy")
+	is.Equal(filepath.Base(written), "project.db")
+	is.Equal(dataFolder(t, dstDir), []string{"copy"})
+	row, err := dst.GetRecord(ctx, "copy", "notes", 1)
+	is.NoErr(err)
+	is.Equal(row["body"], "one")
+
+	failure := errors.New("the download failed")
+	_, err = dst.RestoreProjectWith(ctx, "other", func(ctx context.Context, path string) error {
+		return os.WriteFile(path, []byte("partial"), 0o644)
+	})
+	is.Equal(projectdata.ErrorCode(err), projectdata.ErrInvalidRequest) // not a database
+	_, err = dst.RestoreProjectWith(ctx, "other", func(context.Context, string) error { return failure })
+	is.True(errors.Is(err, failure))
+	_, err = dst.RestoreProjectWith(ctx, "other", func(context.Context, string) error { return nil })
+	is.Equal(projectdata.ErrorCode(err), projectdata.ErrInvalidRequest)
+	is.True(strings.Contains(err.Error(), "wrote no database")) // not an empty database made by opening it
+	is.Equal(dataFolder(t, dstDir), []string{"copy"})
+	_, _, err = dst.GetProject(ctx, "other")
+	is.True(errors.Is(err, projectdata.ErrProjectNotFound))
+}

@@ -13,6 +13,7 @@ var notOverHTTP = map[string]string{
 	"CreateProject":        "projects are made by the embedding application (server project create)",
 	"ListProjects":         "no route: a token belongs to one project",
 	"RestoreProject":       "no route: server project restore",
+	"RestoreProjectWith":   "no route: server project restore",
 	"Authenticate":         "the server's use: the client sends its token",
 	"Pin":                  "the server's use, around one request",
 	"Stats":                "the server's use: GET /metrics",

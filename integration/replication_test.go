@@ -230,7 +230,8 @@ func TestMoveProjectWhileTheNodeServesOthers(t *testing.T) {
 }
 
 // TestFileReplica replicates to a file:// URL instead of S3 and restores
-// from it. Restoring from the -replica URL itself, not a project's replica
+// from it, with no usable $TMPDIR: the replica is downloaded into the data
+// folder. Restoring from the -replica URL itself, not a project's replica
 // under it, says where replicas are: it got only Litestream's "no matching
 // backup files available".
 func TestFileReplica(t *testing.T) {
@@ -253,7 +254,12 @@ func TestFileReplica(t *testing.T) {
 	is.True(strings.Contains(string(out), "no matching backup files"))                         // Litestream's words
 	is.True(strings.Contains(string(out), "at the -replica URL followed by /SLUG/project.db")) // and where to look
 
-	runServerCmd(t, "project", "restore", "-data", restored, "-litestream", tools.litestream, "-from", "file://"+filepath.Join(replica, "acme", "project.db"), "acme")
+	// Downloaded into the data folder: no $TMPDIR needed.
+	cmd = exec.Command(tools.server, "project", "restore", "-data", restored, "-litestream", tools.litestream, "-from", "file://"+filepath.Join(replica, "acme", "project.db"), "acme")
+	cmd.Env = append(toolEnv(), "TMPDIR=/nonexistent/tmp")
+	out, err = cmd.CombinedOutput()
+	is.True(err == nil) // the restore needs no $TMPDIR
+	is.True(strings.Contains(string(out), "restored project acme"))
 	is.Equal(integrityCheck(t, filepath.Join(restored, "acme", "project.db")), "ok")
 	is.Equal(startServer(t, restored).client(token).batchCounts(), map[int]int{1: batchSize, 2: batchSize})
 }

@@ -449,19 +449,12 @@ func syncDB(ctx context.Context, client *http.Client, db string) error {
 }
 
 // restoreFromReplica runs `litestream restore` of the database replica at
-// u (at time at, when not zero) into a new file in a temporary folder, and
-// returns the file's path and a function that removes the folder.
-func restoreFromReplica(ctx context.Context, bin string, u *url.URL, at time.Time) (string, func(), error) {
+// u (at time at, when not zero) into the new file out.
+func restoreFromReplica(ctx context.Context, bin string, u *url.URL, at time.Time, out string) error {
 	path, _, err := findLitestream(ctx, bin)
 	if err != nil {
-		return "", nil, err
+		return err
 	}
-	tmp, err := os.MkdirTemp("", "projectdata-restore-")
-	if err != nil {
-		return "", nil, err
-	}
-	cleanup := func() { os.RemoveAll(tmp) }
-	out := filepath.Join(tmp, "project.db")
 	args := []string{"restore", "-o", out}
 	if !at.IsZero() {
 		args = append(args, "-timestamp", at.UTC().Format(time.RFC3339Nano))
@@ -472,14 +465,13 @@ func restoreFromReplica(ctx context.Context, bin string, u *url.URL, at time.Tim
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Run(); err != nil {
-		cleanup()
 		if ctx.Err() != nil {
-			return "", nil, ctx.Err() // the child was killed for it
+			return ctx.Err() // the child was killed for it
 		}
 		// Litestream's words for a time outside the replica's; its exit
 		// status is 1 for any failure.
 		if !at.IsZero() && strings.Contains(stderr.String(), "timestamp does not exist") {
-			return "", nil, outsideReplica(ctx, path, u, at)
+			return outsideReplica(ctx, path, u, at)
 		}
 		var hint string
 		if strings.Contains(stderr.String(), "no matching backup files") {
@@ -487,9 +479,9 @@ func restoreFromReplica(ctx context.Context, bin string, u *url.URL, at time.Tim
 			// replica, such as the -replica URL itself.
 			hint = "; a project's replica is at the -replica URL followed by /SLUG/project.db"
 		}
-		return "", nil, fmt.Errorf("litestream restore from %s: %v: %s%s", u.Redacted(), err, strings.TrimSpace(stderr.String()), hint)
+		return fmt.Errorf("litestream restore from %s: %v: %s%s", u.Redacted(), err, strings.TrimSpace(stderr.String()), hint)
 	}
-	return out, cleanup, nil
+	return nil
 }
 
 // outsideReplica is the error for a time at that the replica at u does not

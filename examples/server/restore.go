@@ -57,16 +57,16 @@ func projectRestore(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := checkNewProject(ctx, store, *data, slug); err != nil {
 		return err
 	}
-	source := *from
+	var p projectdata.Project
 	if replica != nil {
-		path, cleanup, err := restoreFromReplica(ctx, *bin, replica, at)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		source = path
+		// Downloaded into the restore's own folder in the data folder:
+		// no copy, and no space needed in $TMPDIR.
+		p, err = store.RestoreProjectWith(ctx, slug, func(ctx context.Context, out string) error {
+			return restoreFromReplica(ctx, *bin, replica, at, out)
+		})
+	} else {
+		p, err = store.RestoreProject(ctx, slug, *from)
 	}
-	p, err := store.RestoreProject(ctx, slug, source)
 	if err != nil {
 		return err
 	}
