@@ -2,7 +2,7 @@
 //
 //	server serve [-addr 127.0.0.1:8080] [-data ./data] [-metrics=false] [-max-conns N]
 //	             [-replica URL] [-litestream BIN] [-shutdown-delay DURATION]
-//	             [-limit NAME=VALUE]...
+//	             [-stop-timeout 25s] [-drain DURATION] [-limit NAME=VALUE]...
 //	server project create [-data DIR] [-name NAME] SLUG
 //	server project list [-data DIR]
 //	server project restore [-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] [-litestream BIN] SLUG
@@ -50,7 +50,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"serve", "[-addr ADDR] [-data DIR] [-metrics=false] [-max-conns N] [-replica URL] [-litestream BIN] [-shutdown-delay DURATION] [-limit NAME=VALUE]...", "serve the HTTP API until SIGINT, SIGTERM or SIGHUP", runServe},
+		{"serve", "[-addr ADDR] [-data DIR] [-metrics=false] [-max-conns N] [-replica URL] [-litestream BIN] [-shutdown-delay DURATION] [-stop-timeout DURATION] [-drain DURATION] [-limit NAME=VALUE]...", "serve the HTTP API until SIGINT, SIGTERM or SIGHUP", runServe},
 		{"project create", "[-data DIR] [-name NAME] SLUG", "create a project; print its first admin token", projectCreate},
 		{"project list", "[-data DIR]", "list the projects", projectList},
 		{"project restore", "[-data DIR] -from SNAPSHOT|REPLICA_URL [-at TIME] [-litestream BIN] SLUG", "restore a project from a snapshot file or a Litestream replica", projectRestore},

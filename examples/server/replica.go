@@ -42,7 +42,9 @@ const (
 	restartBackoffMin   = time.Second      // first wait before restarting a child that died
 	restartBackoffMax   = 30 * time.Second // longest wait between restarts
 	restartHealthyAfter = time.Minute      // a child that ran this long restarts without delay growth
-	replicaStopTimeout  = 40 * time.Second // Litestream's own final sync takes up to 30 s
+	// litestreamExitGrace is the part of Stop's time kept for Litestream's
+	// exit after the final sync (a fifth of the time, when shorter).
+	litestreamExitGrace = 2 * time.Second
 )
 
 // childEnvNames are the only environment variables the Litestream child
@@ -348,14 +350,16 @@ func (r *replicator) supervise() {
 }
 
 // Stop stops the child with SIGTERM, so that Litestream syncs what it has
-// not yet replicated, waits for it (killing it after timeout) and releases
-// the data folder's replication lock. Call it once no write can come any
-// more, and before the Store closes: closing the last connection to a
-// database checkpoints its WAL away, and Litestream's final sync reads the
-// WAL. It returns an error when the final sync did not confirm every
-// database on the replica or Litestream did not exit cleanly: the replica
-// may then lack the last commits.
-func (r *replicator) Stop(timeout time.Duration) error {
+// not yet replicated, waits for it (killing it at deadline) and releases
+// the data folder's replication lock. The final sync gets the time until
+// deadline less a short grace for the exit (litestreamExitGrace). Call it
+// once no write can come any more, and before the Store closes: closing
+// the last connection to a database checkpoints its WAL away, and
+// Litestream's final sync reads the WAL. It returns an error when the
+// final sync did not confirm every database on the replica before its
+// time ran out, or Litestream did not exit cleanly by deadline: the
+// replica may then lack the last commits.
+func (r *replicator) Stop(deadline time.Time) error {
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
@@ -368,21 +372,36 @@ func (r *replicator) Stop(timeout time.Duration) error {
 	if r.lock != nil {
 		defer r.lock.Close() // once the child has exited
 	}
-	r.log.Info("stopping litestream: final sync", "pid", cmd.Process.Pid)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	left := time.Until(deadline)
+	r.log.Info("stopping litestream: final sync", "pid", cmd.Process.Pid, "within", left.Round(time.Millisecond))
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-max(min(litestreamExitGrace, left/5), 0)))
 	defer cancel()
 	synced := r.flush(ctx)
-	if synced != nil {
+	switch {
+	case errors.Is(synced, context.DeadlineExceeded):
+		synced = fmt.Errorf("final sync cut short after %v (-stop-timeout): %w", time.Since(start).Round(time.Millisecond), synced)
+	case synced != nil:
 		synced = fmt.Errorf("final sync: %w", synced)
 	}
+	if synced != nil {
+		r.log.Warn("stopping litestream: final sync failed", "took", time.Since(start), "err", synced)
+	} else {
+		r.log.Info("stopping litestream: final sync done", "took", time.Since(start))
+	}
+	start = time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
 	select {
 	case <-r.done:
-	case <-time.After(timeout):
+	case <-timer.C:
 		cmd.Process.Kill()
 		<-r.done
-		return errors.Join(synced, errors.New("litestream did not stop in time; killed"))
+		r.log.Warn("stopping litestream: killed, still running at the end of the stop", "took", time.Since(start))
+		return errors.Join(synced, errors.New("litestream did not exit within -stop-timeout; killed"))
 	}
+	r.log.Info("stopping litestream: exited", "took", time.Since(start))
 	if st := cmd.ProcessState; st != nil && !st.Success() {
 		return errors.Join(synced, fmt.Errorf("litestream exited: %v", st))
 	}

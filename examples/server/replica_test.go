@@ -202,7 +202,7 @@ func TestReplicatorStopReportsAFailedFinalSync(t *testing.T) {
 	is.NoErr(err)
 	rep, err := startReplicator(dir, u, bin, litestreamPin, slog.New(slog.DiscardHandler), io.Discard)
 	is.NoErr(err)
-	err = rep.Stop(500 * time.Millisecond)
+	err = rep.Stop(time.Now().Add(500 * time.Millisecond))
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "final sync")) // err
 }

@@ -20,11 +20,17 @@ import (
 // serverLimits guard the server against slow, stalled or greedy clients,
 // and time its shutdown.
 type serverLimits struct {
-	readHeader, read, write, idle, drain time.Duration
-	maxHeaderBytes                       int
+	readHeader, read, write, idle time.Duration
+	maxHeaderBytes                int
 	// shutdownDelay is how long the server goes on serving once told to
 	// stop, /healthz answering 503 (-shutdown-delay).
 	shutdownDelay time.Duration
+	// drain is how long the requests in flight get once the server has
+	// stopped accepting (-drain).
+	drain time.Duration
+	// stopping, when set, is called once the stop begins: after the
+	// shutdown delay, as the drain begins.
+	stopping func()
 }
 
 var defaultLimits = serverLimits{
@@ -32,8 +38,38 @@ var defaultLimits = serverLimits{
 	read:           time.Minute,
 	write:          2 * time.Minute,
 	idle:           2 * time.Minute,
-	drain:          30 * time.Second,
+	drain:          defaultStopTimeout,
 	maxHeaderBytes: 64 << 10,
+}
+
+// The stop's budget. Kubernetes, for one, kills a pod 30 s after its
+// SIGTERM by default: the stop ends within defaultStopTimeout, and closing
+// the store and exiting take the rest of those 30 s (milliseconds as a
+// rule). Under -replica the drain gets what is left once Litestream's
+// final sync is reserved its share: stuck requests are cut off, but the
+// sync that puts the last writes on the replica runs.
+const (
+	defaultStopTimeout = 25 * time.Second
+	finalSyncReserve   = 15 * time.Second // or 60% of a -stop-timeout under 25 s
+	minFinalSync       = time.Second      // the least an explicit -drain leaves it
+)
+
+// stopClock times a stop against its bound, -stop-timeout: the stop
+// begins (begin) when the drain does, after -shutdown-delay.
+type stopClock struct {
+	timeout time.Duration
+	began   time.Time
+}
+
+func (c *stopClock) begin() { c.began = time.Now() }
+
+// deadline is when the stop must have ended: timeout after it began, or
+// from now when it has not begun (serve failed without a signal).
+func (c *stopClock) deadline() time.Time {
+	if c.began.IsZero() {
+		return time.Now().Add(c.timeout)
+	}
+	return c.began.Add(c.timeout)
 }
 
 // serveConfig is what the serve flags set. Adding a flag is a field here
@@ -47,7 +83,24 @@ type serveConfig struct {
 	// litestream is the Litestream binary for replica (default: on PATH).
 	litestream    string
 	shutdownDelay time.Duration
-	limits        serviceLimits // -limit, repeated
+	// stopTimeout bounds the stop after shutdownDelay: the drain, then
+	// with replica Litestream's final sync and exit.
+	stopTimeout time.Duration
+	// drain is the drain's share of stopTimeout; zero (not set) is the
+	// default, defaultDrain.
+	drain  time.Duration
+	limits serviceLimits // -limit, repeated
+}
+
+// defaultDrain is the drain's share of the stop when -drain is not set:
+// all of it without a replica; with one, what is left once the final sync
+// is reserved finalSyncReserve, or 60% of a shorter stop (the drain gets
+// 40% at least).
+func (c *serveConfig) defaultDrain() time.Duration {
+	if c.replica == "" {
+		return c.stopTimeout
+	}
+	return c.stopTimeout - min(finalSyncReserve, c.stopTimeout*3/5)
 }
 
 func (c *serveConfig) flags(name string) *flag.FlagSet {
@@ -60,7 +113,29 @@ func (c *serveConfig) flags(name string) *flag.FlagSet {
 	fs.StringVar(&c.litestream, "litestream", "", "litestream binary for -replica (default: litestream on PATH)")
 	fs.Var(&c.limits, "limit", "one of the service's bounds, as NAME=VALUE (listed below); repeat it for each")
 	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGINT or SIGTERM, go on serving this long with /healthz answering 503 (and no keep-alive) before draining, so that a load balancer stops sending requests first; a second signal ends the server at once")
+	fs.DurationVar(&c.stopTimeout, "stop-timeout", defaultStopTimeout, "the stop after -shutdown-delay ends within this: the drain of the requests in flight, then with -replica Litestream's final sync and exit (cut short then: the server exits 1)")
+	fs.DurationVar(&c.drain, "drain", 0, "how long the requests in flight get once the server stops accepting, within -stop-timeout; those still running then are cut off (the server exits 1). Default: all of -stop-timeout; with -replica what is left once Litestream's final sync is reserved "+finalSyncReserve.String()+" (60% of a -stop-timeout under 25s)")
 	return fs
+}
+
+// checkStop checks the stop's flags, -stop-timeout and -drain, and sets
+// drain to its default when it is not set.
+func (c *serveConfig) checkStop(fs *flag.FlagSet) error {
+	drainSet := false
+	fs.Visit(func(f *flag.Flag) { drainSet = drainSet || f.Name == "drain" })
+	switch {
+	case c.stopTimeout <= 0:
+		return flagError(fs, "stop-timeout", "must be positive")
+	case !drainSet:
+		c.drain = c.defaultDrain()
+	case c.drain <= 0:
+		return flagError(fs, "drain", "must be positive")
+	case c.drain > c.stopTimeout:
+		return flagError(fs, "drain", fmt.Sprintf("must be within -stop-timeout (%v)", c.stopTimeout))
+	case c.replica != "" && c.stopTimeout-c.drain < minFinalSync:
+		return flagError(fs, "drain", fmt.Sprintf("must leave Litestream's final sync at least %v of -stop-timeout (%v)", minFinalSync, c.stopTimeout))
+	}
+	return nil
 }
 
 // runServe is the serve command: it serves without creating project demo.
@@ -85,6 +160,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 		return flagError(fs, "max-conns", "must be at least 1")
 	case cfg.shutdownDelay < 0:
 		return flagError(fs, "shutdown-delay", "must not be negative")
+	}
+	if err := cfg.checkStop(fs); err != nil {
+		return err
 	}
 	// -replica is checked before anything is bound or created.
 	var replica *url.URL
@@ -113,7 +191,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	stop := &stopClock{timeout: cfg.stopTimeout}
+	defer func() {
+		start := time.Now()
+		store.Close()
+		if !stop.began.IsZero() { // stopped, not failed at start-up
+			logger.Info("shutting down: store closed", "took", time.Since(start))
+			logger.Info("stopped", "took", time.Since(stop.began), "stop_timeout", cfg.stopTimeout)
+		}
+	}()
 	if replica != nil {
 		rep, rerr := startReplicator(cfg.data, replica, litestream, litestreamVersion, logger, stderr)
 		if rerr != nil {
@@ -125,7 +211,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 		// fails the command: whoever stopped the server (to move its
 		// projects) must not take the replica for complete.
 		defer func() {
-			if serr := rep.Stop(replicaStopTimeout); serr != nil {
+			if serr := rep.Stop(stop.deadline()); serr != nil {
 				logger.Error("stop litestream", "err", serr)
 				if err == nil {
 					err = fmt.Errorf("-replica: the replica may lack the last commits: %w", serr)
@@ -145,7 +231,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 	}
 	logger.Info("serving", "addr", ln.Addr().String(), "data", cfg.data, "metrics", cfg.metrics)
 	lim := defaultLimits
-	lim.shutdownDelay = cfg.shutdownDelay
+	lim.shutdownDelay, lim.drain, lim.stopping = cfg.shutdownDelay, cfg.drain, stop.begin
 	return runServer(ctx, ln, httpapi.New(store, opts), logger, lim)
 }
 
@@ -193,7 +279,11 @@ func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 			return err
 		}
 	}
-	logger.Info("shutting down: draining requests")
+	if lim.stopping != nil {
+		lim.stopping()
+	}
+	logger.Info("shutting down: draining requests", "drain", lim.drain)
+	start := time.Now()
 	drainCtx, cancel := context.WithTimeout(context.Background(), lim.drain)
 	defer cancel()
 	err := srv.Shutdown(drainCtx)
@@ -205,6 +295,7 @@ func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slo
 		srv.Close()
 		err = fmt.Errorf("requests still running after the %v drain were cut off", lim.drain)
 	}
+	logger.Info("shutting down: drained", "took", time.Since(start))
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
