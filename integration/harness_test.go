@@ -126,6 +126,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
 type s3Server struct {
 	addr string
 	root string // the folder it serves; the bucket is a folder in it
+	cmd  *exec.Cmd
 }
 
 // startS3 runs versitygw over a new folder holding one bucket.
@@ -146,6 +147,7 @@ func startS3(t *testing.T) *s3Server {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
+	s := &s3Server{addr: addr, root: root, cmd: cmd}
 	waitFor(t, "versitygw", 20*time.Second, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
@@ -153,7 +155,18 @@ func startS3(t *testing.T) *s3Server {
 		}
 		return err == nil
 	})
-	return &s3Server{addr: addr, root: root}
+	return s
+}
+
+// stall stops versitygw (SIGSTOP) until the end of the test: its
+// connections stay open and nothing is answered, as with a replica lost
+// in the network.
+func (s *s3Server) stall(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.cmd.Process.Signal(syscall.SIGCONT) })
 }
 
 // url is the replica URL of prefix in the bucket.
@@ -281,6 +294,26 @@ func (s *serverProc) stop() {
 	case <-time.After(60 * time.Second):
 		s.t.Fatalf("server did not stop:\n%s", s.log())
 	}
+}
+
+// stopWithin stops the server with SIGTERM and returns how long it took
+// to exit and its exit status; a stop past bound and a slack of 5 s (the
+// store's close, the exit, a busy machine: a hang guard, not a measure of
+// speed) fails the test.
+func (s *serverProc) stopWithin(bound time.Duration) (time.Duration, int) {
+	s.t.Helper()
+	start := time.Now()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(bound + time.Minute):
+		s.t.Fatalf("server did not stop:\n%s", s.log())
+	}
+	took := time.Since(start)
+	if took > bound+5*time.Second {
+		s.t.Errorf("the stop took %v, past its bound %v and 5 s of slack", took, bound)
+	}
+	return took, s.cmd.ProcessState.ExitCode()
 }
 
 // kill ends the server at once, if it still runs.

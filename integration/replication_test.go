@@ -21,13 +21,13 @@ import (
 const rpoWindow = 2 * time.Second
 
 // newReplicatedNode creates project acme (with table batches) in a new data
-// folder and serves it with -replica under prefix; it returns the server,
-// the folder and the project's admin token.
-func newReplicatedNode(t *testing.T, s3 *s3Server, prefix string) (*serverProc, string, string) {
+// folder and serves it with -replica under prefix (and the extra flags);
+// it returns the server, the folder and the project's admin token.
+func newReplicatedNode(t *testing.T, s3 *s3Server, prefix string, extra ...string) (*serverProc, string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	token := runServerCmd(t, "project", "create", "-data", dir, "acme")
-	srv := startServer(t, dir, "-replica", s3.url(prefix))
+	srv := startServer(t, dir, append([]string{"-replica", s3.url(prefix)}, extra...)...)
 	srv.client(token).createBatches()
 	return srv, dir, token
 }
