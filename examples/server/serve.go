@@ -143,9 +143,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return serve(ctx, args, stdout, stderr, false)
 }
 
-// serve runs the HTTP API until ctx ends (main ends it on SIGINT or
-// SIGTERM), then stops accepting, drains the requests in flight and closes
-// the store. With bootstrap, an empty data folder gets project "demo",
+// serve runs the HTTP API until ctx ends (main ends it on SIGINT, SIGTERM
+// or SIGHUP), then stops accepting, drains the requests in flight, stops
+// the replica's Litestream after its final sync, all within -stop-timeout,
+// and closes the store. With bootstrap, an empty data folder gets project "demo",
 // whose admin token is printed once on stdout, once the listener is bound.
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstrap bool) (err error) {
 	var cfg serveConfig
@@ -238,8 +239,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 // runServer serves on ln until ctx ends, then shuts down gracefully: the
 // handler's health check turns 503 first (BeginShutdown), the server goes
 // on serving for lim.shutdownDelay, closing each connection after its
-// request, then stops accepting and drains the requests in flight for up
-// to lim.drain; it closes the connections of those still running then, and
+// request, then stops accepting (calling lim.stopping) and drains the
+// requests in flight for up to lim.drain; it closes the connections of those still running then, and
 // returns an error that says so. A listener with a ConnState method
 // (boundedListener) hears of each connection's state.
 func runServer(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, lim serverLimits) error {
