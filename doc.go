@@ -20,8 +20,16 @@ projects are open at once.
 
 Every error wraps exactly one Code (ErrTableNotFound, ErrWhereRequired, …):
 errors.Is matches it and ErrorCode returns it (ErrInternal for anything
-unexpected). Messages are written for people and name the table, column,
-row or value at fault.
+unexpected). The one exception is the context's own error: a call whose ctx
+ends returns ctx.Err() (context.Canceled, context.DeadlineExceeded) as it
+is, which wraps no Code. Messages are written for people and name the
+table, column, row or value at fault.
+
+Besides the codes its doc comment lists, every operation on a project can
+fail with ErrInvalidProjectSlug, ErrProjectNotFound, ErrInvalidToken (the
+Caller in ctx belongs to another project), ErrServerBusy (a wait for a
+connection past Options.QueueTimeout, or for another process's lock past
+Options.BusyTimeout) and ErrStoreClosed (after Close).
 
 # Tokens and roles
 

@@ -116,7 +116,9 @@ func errorf(code Code, format string, args ...any) error {
 }
 
 // ErrorCode returns the code of any error the Store returns: the Code it
-// wraps, or ErrInternal for an unexpected failure. It returns "" for nil.
+// wraps, or ErrInternal for an unexpected failure and for a context's error
+// (context.Canceled, context.DeadlineExceeded), which a call whose ctx ends
+// returns as it is. It returns "" for nil.
 func ErrorCode(err error) Code {
 	if err == nil {
 		return ""
