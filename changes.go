@@ -112,8 +112,9 @@ type ChangeQuery struct {
 	// Following, if set, is called once by FollowChanges (in its
 	// iteration) when the iteration holds its place among the token's
 	// (Options.MaxChangeStreamsPerToken) and has read the log from After
-	// once, which checks After against the retention and Tables against
-	// the schema, before it yields anything. An error found before is
+	// once, which checks After against the retention and the names in
+	// Tables (a table that does not exist is no error), before it yields
+	// anything. An error found before is
 	// yielded instead, and Following is not called: an HTTP stream waits
 	// for one or the other to choose its status. ListChanges ignores it.
 	Following func()

@@ -88,7 +88,8 @@ const (
 // ErrColumnNotFound, ErrInvalidWhere, ErrInvalidColumnValue,
 // ErrQueryResultTooLarge (one row larger than the result budget),
 // ErrQueryBudgetExceeded (the message names the full scans, as the hint
-// for an index), ErrTableNotFound, ErrProjectNotFound,
+// for an index), ErrServerBusy (as for Query, at
+// Options.MaxSQLiteMemory), ErrTableNotFound, ErrProjectNotFound,
 // ErrPermissionDenied.
 func (s *Store) ListRecords(ctx context.Context, slug, table string, opts ListOptions) (RecordList, error) {
 	return s.listRecords(ctx, slug, table, opts, nil)

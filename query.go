@@ -179,9 +179,11 @@ type QueryResult struct {
 // (the message names the full scans of the plan), ErrQueryResultTooLarge,
 // ErrInvalidRequest (no statement, bad SQL, parameters that do not match,
 // more than 64 SELECTs or an expression more than 128 deep: SQLite's own
-// stack holds no more; a call of decimal_mul, decimal_pow2, regexp (REGEXP)
-// or json_patch, which the budget cannot stop), ErrProjectNotFound,
-// ErrPermissionDenied.
+// stack holds no more; a call of decimal_mul, decimal_pow2, regexp
+// (REGEXP), regexpi, json_patch or jsonb_patch, which the budget cannot
+// stop), ErrServerBusy (a query that needs more than a reader's usual
+// memory when reserving Options.QueryMaxMemory would pass
+// Options.MaxSQLiteMemory), ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) Query(ctx context.Context, slug string, req QueryRequest) (QueryResult, error) {
 	return s.query(ctx, slug, req, nil)
 }

@@ -962,7 +962,8 @@ func (s *Store) UpdateRecords(ctx context.Context, slug, table string, upd BulkU
 //
 // Errors: ErrWhereRequired (empty Where without AllowAll),
 // ErrPermissionDenied (AllowAll without the admin role, or no write
-// role), ErrColumnNotFound, ErrInvalidWhere, ErrQueryBudgetExceeded (the
+// role), ErrColumnNotFound, ErrInvalidWhere, ErrInvalidColumnValue (a
+// where value that does not fit its column), ErrQueryBudgetExceeded (the
 // deletion ran past Options.WriteTimeout, and deleted nothing),
 // ErrTableNotFound, ErrProjectNotFound.
 func (s *Store) DeleteRecords(ctx context.Context, slug, table string, del BulkDelete) (BulkResult, error) {
