@@ -61,7 +61,8 @@ var _ httpapi.Metrics = (*Metrics)(nil)
 //   - projectdata_http_request_duration_seconds{method, route} (histogram)
 //   - projectdata_budget_refusals_total{code}: query_budget_exceeded,
 //     query_result_too_large, server_busy, export_quota_exceeded
-//   - projectdata_open_projects, projectdata_operations_in_flight (gauges)
+//   - projectdata_open_projects, projectdata_operations_in_flight,
+//     projectdata_change_followers (gauges)
 //   - projectdata_queue_waits_total, projectdata_queue_wait_seconds_total:
 //     operations that waited for a connection of their project, and how
 //     long in all
