@@ -20,8 +20,10 @@ import (
 // Row is one record of a table: column name to value.
 //
 // Values going in are scalars: nil, bool, numbers (json.Number keeps JSON
-// numbers exact; Go ints and floats work too) and strings; each must fit its
-// column (see colType). Values coming out are nil, int64 (INTEGER, and
+// numbers exact; Go ints and floats work too), strings and time.Time; each
+// must fit its column, converted only without loss ("42" and 2.0 fit an
+// INTEGER column, "abc" and 1.5 do not: ErrInvalidColumnValue; see
+// CheckValue for the values no column takes). Values coming out are nil, int64 (INTEGER, and
 // BOOLEAN as 0/1), float64 (REAL) or string (TEXT, and DATETIME as text);
 // NUMERIC gives int64 or float64. A query (Query) can also read a BLOB,
 // as a []byte: JSON carries it as base64 text, which the HTTP client

@@ -22,8 +22,10 @@ type ColumnType = string
 // rules of the values that fit it.
 type colType string
 
-// The column types. They are untyped, so that each is a ColumnType and a
+// The Type constants are untyped, so that each is a ColumnType and a
 // colType alike.
+
+// The column types, the values of ColumnDef.Type and Column.Type.
 const (
 	TypeText     = "TEXT"
 	TypeInteger  = "INTEGER"

@@ -188,6 +188,7 @@ type LockedBuffer struct {
 	buf bytes.Buffer
 }
 
+// Write appends p to the buffer.
 func (b *LockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
