@@ -236,6 +236,8 @@ type Store struct {
 	feeds *feeds // live change feeds of the projects followed now
 
 	exportUse exportQuota // bytes of the exports under way, against MaxExportBytes
+
+	tokenPage int // tokens per read of Tokens: tokenPage, fewer in tests
 }
 
 // Open returns a Store over the data folder dir, creating the folder if
@@ -259,9 +261,10 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, errors.Errorf("projectdata: %s is a project's folder (it holds %s), not a data folder: give the folder that holds it", abs, dbFileName)
 	}
 	s := &Store{
-		dir:      abs,
-		opts:     opts.withDefaults(),
-		projects: newLRU[*project](),
+		dir:       abs,
+		opts:      opts.withDefaults(),
+		projects:  newLRU[*project](),
+		tokenPage: tokenPage,
 	}
 	s.heap = &sqliteHeap{max: s.opts.MaxSQLiteMemory}
 	s.idle = sync.NewCond(&s.mu)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
+	"iter"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -331,20 +332,65 @@ func scanToken(st *sqlite3.Stmt) Token {
 	return t
 }
 
-// ListTokens lists the project's tokens, oldest first, without secrets.
+// tokenPage is how many tokens one read of Tokens takes: a page's tokens
+// are all the memory an iteration holds, and the read connection is given
+// back between pages.
+const tokenPage = 256
+
+// Tokens iterates over the project's tokens, oldest first, without
+// secrets, reading them a page at a time by id, so memory stays bounded by
+// one page whatever the number of tokens (they are never deleted: revoked
+// and expired ones are listed too). No read connection is held between
+// pages, so a slow consumer holds none. Each page is read in its own
+// transaction: a token created during the iteration is yielded at its end,
+// one revoked during it as it was when its page was read. An error ends
+// the iteration, as the last pair.
+//
+// Errors: ErrProjectNotFound, ErrPermissionDenied.
+func (s *Store) Tokens(ctx context.Context, slug string) iter.Seq2[Token, error] {
+	return func(yield func(Token, error) bool) {
+		page := make([]Token, 0, s.tokenPage)
+		var after int64
+		for {
+			page = page[:0]
+			err := s.withProject(ctx, slug, OpListTokens, func(p *project) error {
+				return p.read(ctx, func(c *conn) error {
+					return c.query(`SELECT `+tokenColumns+` FROM _pd_tokens WHERE id > ? ORDER BY id LIMIT ?`, []any{after, s.tokenPage}, func(st *sqlite3.Stmt) error {
+						page = append(page, scanToken(st))
+						return nil
+					})
+				})
+			})
+			if err != nil {
+				yield(Token{}, err)
+				return
+			}
+			for _, t := range page {
+				if !yield(t, nil) {
+					return
+				}
+			}
+			if len(page) < s.tokenPage {
+				return
+			}
+			after = page[len(page)-1].ID
+		}
+	}
+}
+
+// ListTokens lists the project's tokens, oldest first, without secrets: all
+// of them in memory at once (see Tokens).
 //
 // Errors: ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) ListTokens(ctx context.Context, slug string) ([]Token, error) {
 	tokens := []Token{}
-	err := s.withProject(ctx, slug, OpListTokens, func(p *project) error {
-		return p.read(ctx, func(c *conn) error {
-			return c.query(`SELECT `+tokenColumns+` FROM _pd_tokens ORDER BY id`, nil, func(st *sqlite3.Stmt) error {
-				tokens = append(tokens, scanToken(st))
-				return nil
-			})
-		})
-	})
-	return tokens, err
+	for t, err := range s.Tokens(ctx, slug) {
+		if err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, t)
+	}
+	return tokens, nil
 }
 
 // RevokeToken revokes a token; it is refused from then on. Revoking a

@@ -28,6 +28,7 @@ type API interface {
 	GetProject(ctx context.Context, slug string) (pd.Project, int, error)
 	RenameProject(ctx context.Context, slug, name string) (pd.Project, error)
 	ListTokens(ctx context.Context, slug string) ([]pd.Token, error)
+	Tokens(ctx context.Context, slug string) func(func(pd.Token, error) bool)
 	RevokeToken(ctx context.Context, slug string, id int64) (pd.Token, error)
 	ListTables(ctx context.Context, slug string) ([]pd.Table, error)
 	GetTable(ctx context.Context, slug, table string) (pd.Table, error)
@@ -60,7 +61,7 @@ type API interface {
 	Rows(ctx context.Context, slug, table string, opts pd.ListOptions) func(func(pd.Row, error) bool)
 }
 
-// storeAPI adapts FollowChanges' named iterator type; every other method
+// storeAPI adapts the named iterator types (FollowChanges, Rows, Tokens); every other method
 // is the Store's own.
 type storeAPI struct{ *pd.Store }
 
@@ -72,7 +73,15 @@ func (s storeAPI) Rows(ctx context.Context, slug, table string, opts pd.ListOpti
 	return s.Store.Rows(ctx, slug, table, opts)
 }
 
+func (s storeAPI) Tokens(ctx context.Context, slug string) func(func(pd.Token, error) bool) {
+	return s.Store.Tokens(ctx, slug)
+}
+
 type clientAPI struct{ *client.Client }
+
+func (c clientAPI) Tokens(ctx context.Context, slug string) func(func(pd.Token, error) bool) {
+	return c.Client.Tokens(ctx, slug)
+}
 
 func (c clientAPI) Rows(ctx context.Context, slug, table string, opts pd.ListOptions) func(func(pd.Row, error) bool) {
 	return c.Client.Rows(ctx, slug, table, opts)
@@ -259,6 +268,26 @@ var scenarios = []struct {
 			toks[i].LastUsedAt = nil // the client uses its token, the Store does not
 		}
 		return toks, err
+	}},
+	{"iterate over tokens", func(a API) (any, error) {
+		var toks []pd.Token
+		for tok, err := range a.Tokens(ctx, "acme") {
+			if err != nil {
+				return toks, err
+			}
+			tok.LastUsedAt = nil // the client uses its token, the Store does not
+			toks = append(toks, tok)
+		}
+		return toks, nil
+	}},
+	{"iterate over the tokens of a missing project", func(a API) (any, error) {
+		pairs := 0
+		for _, err := range a.Tokens(ctx, "nope") {
+			if pairs++; err != nil {
+				return pairs, err
+			}
+		}
+		return pairs, nil
 	}},
 	{"revoke a missing token", func(a API) (any, error) { return a.RevokeToken(ctx, "acme", 99) }},
 	{"rename project", func(a API) (any, error) { return a.RenameProject(ctx, "acme", "Acme Inc") }},

@@ -71,6 +71,25 @@ func (c *Client) ListTokens(ctx context.Context, slug string) ([]pd.Token, error
 	return out.Tokens, err
 }
 
+// Tokens iterates over the project's tokens, never their secrets. The
+// route answers every token at once (it takes no parameters), so the
+// iteration reads that one answer, which Options.MaxResponseBytes bounds.
+// An error ends the iteration, as the last pair.
+func (c *Client) Tokens(ctx context.Context, slug string) iter.Seq2[pd.Token, error] {
+	return func(yield func(pd.Token, error) bool) {
+		toks, err := c.ListTokens(ctx, slug)
+		if err != nil {
+			yield(pd.Token{}, err)
+			return
+		}
+		for _, t := range toks {
+			if !yield(t, nil) {
+				return
+			}
+		}
+	}
+}
+
 // RevokeToken revokes the token with id.
 func (c *Client) RevokeToken(ctx context.Context, slug string, id int64) (pd.Token, error) {
 	var out struct {

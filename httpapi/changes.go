@@ -53,7 +53,7 @@ func (h *Handler) listChanges(ctx context.Context, r *http.Request, ps httproute
 // end the stream with an "error" event. The stream's follower has ended
 // when the handler returns, so that its place among the token's streams
 // is free at once.
-func (h *Handler) streamChanges(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+func (h *Handler) streamChanges(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *exchange) error {
 	slug := ps.ByName("project")
 	cq, err := changeQuery(r.URL.Query())
 	if err != nil {

@@ -137,14 +137,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, x *exchange
 }
 
 func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, env envelope) {
-	env.RequestID = x.requestID
-	if x.opRunID != "" {
-		// The operation headers were sent: the three fields are echoed,
-		// the key as "" when only X-Operation-Run-Id was sent.
-		env.OperationKey = &x.opKey
-		env.OperationRunID, env.OperationGroupingStatus = x.opRunID, x.opGrouping
-	}
-	env.Meta.GeneratedAt = projectdata.Timestamp{Time: h.opts.Now()}
+	h.stamp(x, &env)
 	buf := h.getBody()
 	defer h.putBody(buf)
 	if err := appendEnvelope(buf, &env); err != nil {
@@ -162,6 +155,19 @@ func (h *Handler) writeEnvelope(w http.ResponseWriter, x *exchange, status int, 
 	w.Write(buf.Bytes())
 }
 
+// stamp sets what every envelope carries besides its data or error: the
+// request id, the operation fields when sent, and meta.
+func (h *Handler) stamp(x *exchange, env *envelope) {
+	env.RequestID = x.requestID
+	if x.opRunID != "" {
+		// The operation headers were sent: the three fields are echoed,
+		// the key as "" when only X-Operation-Run-Id was sent.
+		env.OperationKey = &x.opKey
+		env.OperationRunID, env.OperationGroupingStatus = x.opRunID, x.opGrouping
+	}
+	env.Meta.GeneratedAt = projectdata.Timestamp{Time: h.opts.Now()}
+}
+
 // appendEnvelope writes env as json.NewEncoder(buf).Encode(env) would (the
 // bytes of json.Marshal and a newline) without reflecting over the
 // envelope: data that is a *bytes.Buffer (JSON the Store appended, a
@@ -175,6 +181,12 @@ func appendEnvelope(buf *bytes.Buffer, env *envelope) error {
 	if err := appendJSON(buf, env.Data); err != nil {
 		return err
 	}
+	return appendEnvelopeEnd(buf, env)
+}
+
+// appendEnvelopeEnd writes what follows an envelope's data: from its error
+// to its end.
+func appendEnvelopeEnd(buf *bytes.Buffer, env *envelope) error {
 	buf.WriteString(`,"error":`)
 	if env.Error == nil {
 		buf.WriteString("null")
@@ -349,3 +361,90 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	}
 	return n, errClientAborted
 }
+
+// streamChunk is how much of a streamed envelope is buffered before it is
+// written: errors until then still answer with the error envelope.
+const streamChunk = 32 << 10
+
+// dataStream writes a success envelope whose data is appended to buf as it
+// is read, streamChunk at a time, so that an answer of any size takes one
+// chunk of memory. Its errors answer with the error envelope while nothing
+// has been written; once the answer has started, the response is aborted
+// instead (see fail).
+type dataStream struct {
+	h       *Handler
+	w       http.ResponseWriter
+	x       *exchange
+	buf     *bytes.Buffer // the data appended and not yet written
+	started bool          // the status and some of the body are written
+	failed  bool          // a write failed: the client is gone
+}
+
+// streamData starts a success envelope; append its data to d.buf, call
+// d.flush as it grows, then d.end. Call d.close once done.
+func (h *Handler) streamData(w http.ResponseWriter, x *exchange) *dataStream {
+	d := &dataStream{h: h, w: w, x: x, buf: h.getBody()}
+	d.buf.WriteString(`{"ok":true,"data":`)
+	return d
+}
+
+// flush writes what is buffered once it holds streamChunk, or with all
+// set; false when the client is gone (stop reading then).
+func (d *dataStream) flush(all bool) bool {
+	if d.failed {
+		return false
+	}
+	if d.buf.Len() < streamChunk && !all {
+		return true
+	}
+	if !d.started {
+		setHeader(d.w, "Content-Type", &d.x.contentTypeHeader, "application/json; charset=utf-8")
+		d.w.WriteHeader(http.StatusOK)
+		d.started = true
+	}
+	if _, err := d.w.Write(d.buf.Bytes()); err != nil {
+		d.failed = true
+		return false
+	}
+	d.buf.Reset()
+	return true
+}
+
+// end appends the rest of the envelope after the data and writes it all.
+func (d *dataStream) end() error {
+	var env envelope
+	d.h.stamp(d.x, &env)
+	if err := appendEnvelopeEnd(d.buf, &env); err != nil {
+		return err
+	}
+	d.flush(true)
+	return nil
+}
+
+// fail ends the answer with err, if not nil. Before the answer started it
+// returns err, for the route to answer with the error envelope. After, it
+// logs err, has the response aborted (noteAborted) and returns nil: an
+// error envelope appended to a partial answer, or a partial answer ended
+// early, could read as a short list that looks complete. A client that
+// went away is logged as client_aborted, as writeError logs it.
+func (d *dataStream) fail(r *http.Request, err error) error {
+	if err == nil || !d.started {
+		return err
+	}
+	code := projectdata.ErrorCode(err)
+	switch {
+	case r.Context().Err() != nil:
+		d.h.log.Info("client_aborted", "request_id", d.x.requestID, "method", r.Method, "path", r.URL.Path)
+		code = projectdata.ErrInvalidRequest
+	case code == projectdata.ErrInternal:
+		d.h.log.Error("answer aborted after it started", "request_id", d.x.requestID, "method", r.Method, "path", r.URL.Path, "err", err)
+	default:
+		d.h.log.Warn("answer aborted after it started", "request_id", d.x.requestID, "method", r.Method, "path", r.URL.Path, "code", string(code), "err", err)
+	}
+	noteCode(d.w, code)
+	noteAborted(d.w)
+	return nil
+}
+
+// close gives the buffer back.
+func (d *dataStream) close() { d.h.putBody(d.buf) }

@@ -167,6 +167,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.allowOrigin(rec, r)
 	h.router.ServeHTTP(rec, onEscapedPath(r))
 	h.observe(rec, r, time.Since(start))
+	if rec.aborted {
+		// The answer had started when it failed: net/http cuts the
+		// connection (HTTP/2: resets the stream) without ending the
+		// body, so the client sees a broken answer, never a short one
+		// that looks whole.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // onEscapedPath returns r routed on its path as the client escaped it: the
@@ -205,6 +212,7 @@ type statusRecorder struct {
 	route   string           // the route's pattern; "" when none matched
 	code    projectdata.Code // the error code; "" on success
 	tokenID int64            // the caller's token id; 0 before authentication
+	aborted bool             // the answer started and failed: ServeHTTP aborts it
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -307,8 +315,9 @@ func randomID(prefix string) string {
 type endpoint func(ctx context.Context, r *http.Request, ps httprouter.Params) (status int, data any, err error)
 
 // streamEndpoint is a route's handler that writes its own response body (a
-// file), or returns an error before writing anything.
-type streamEndpoint func(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params) error
+// file, events, an envelope as its data is read), or returns an error
+// before writing anything.
+type streamEndpoint func(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) error
 
 // handle registers a route that needs a token allowed to do op and answers
 // with the envelope. A query parameter the route's entry in apiRoutes does
@@ -344,7 +353,7 @@ func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn
 	h.register(method, path, h.guard(path, op, func(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) {
 		err := knownQuery(r, params)
 		if err == nil {
-			err = fn(ctx, w, r, ps)
+			err = fn(ctx, w, r, ps, x)
 		}
 		if err != nil {
 			h.writeError(w, r, x, err)

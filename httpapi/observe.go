@@ -94,3 +94,11 @@ func noteTokenID(w http.ResponseWriter, id int64) {
 		rec.tokenID = id
 	}
 }
+
+// noteAborted tells ServeHTTP that the answer failed after it had started:
+// it aborts the response once the request is logged and observed.
+func noteAborted(w http.ResponseWriter) {
+	if rec, ok := w.(*statusRecorder); ok {
+		rec.aborted = true
+	}
+}

@@ -317,6 +317,7 @@ func TestHeadIsGetWithoutBody(t *testing.T) {
 		{"/projects/acme", true, 200},
 		{"/projects/acme/records/items/1", true, 200},
 		{"/projects/acme/records/items/2", true, 404},
+		{"/projects/acme/auth/tokens", true, 200}, // written as it is read
 		{"/projects/acme/records/items", false, 401},
 		{"/projects/acme/changes/stream", true, 200}, // the stream's head, then the end
 	} {

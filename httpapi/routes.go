@@ -25,7 +25,7 @@ func (h *Handler) routes() {
 	h.handle(http.MethodPatch, p, pd.OpRenameProject, h.renameProject)
 
 	h.handle(http.MethodPost, p+"/auth/tokens", pd.OpCreateToken, h.createToken)
-	h.handle(http.MethodGet, p+"/auth/tokens", pd.OpListTokens, h.listTokens)
+	h.handleStream(http.MethodGet, p+"/auth/tokens", pd.OpListTokens, h.listTokens)
 	h.handle(http.MethodDelete, p+"/auth/tokens/:token_id", pd.OpRevokeToken, h.revokeToken)
 
 	h.handle(http.MethodGet, p+"/table", pd.OpListTables, h.listTables)
@@ -118,9 +118,32 @@ func (h *Handler) createToken(ctx context.Context, r *http.Request, ps httproute
 	return http.StatusCreated, map[string]any{"token": tok}, err
 }
 
-func (h *Handler) listTokens(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
-	toks, err := h.store.ListTokens(ctx, ps.ByName("project"))
-	return http.StatusOK, map[string]any{"tokens": toks}, err
+// listTokens answers every token of the project ({"tokens": [...]}, the
+// route takes no parameters), written as the Store reads them a page at a
+// time: tokens are never deleted, so there may be many, and the answer
+// takes one chunk of memory (see dataStream) whatever their number.
+func (h *Handler) listTokens(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params, x *exchange) error {
+	out := h.streamData(w, x)
+	defer out.close()
+	out.buf.WriteString(`{"tokens":[`)
+	first := true
+	for tok, err := range h.store.Tokens(ctx, ps.ByName("project")) {
+		if err != nil {
+			return out.fail(r, err)
+		}
+		if !first {
+			out.buf.WriteByte(',')
+		}
+		first = false
+		if err := appendJSON(out.buf, tok); err != nil {
+			return out.fail(r, err)
+		}
+		if !out.flush(false) {
+			return nil // the client is gone
+		}
+	}
+	out.buf.WriteString(`]}`)
+	return out.fail(r, out.end())
 }
 
 func (h *Handler) revokeToken(ctx context.Context, r *http.Request, ps httprouter.Params) (int, any, error) {
@@ -454,7 +477,7 @@ func (h *Handler) deleteNotFoundExports(ctx context.Context, r *http.Request, ps
 
 // downloadExport streams the export's file itself, not an envelope: its
 // manifest gives the type, name and length, and its sha256 is the ETag.
-func (h *Handler) downloadExport(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+func (h *Handler) downloadExport(ctx context.Context, w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *exchange) error {
 	exp, f, err := h.store.OpenExport(ctx, ps.ByName("project"), ps.ByName("export"))
 	if err != nil {
 		return err

@@ -265,6 +265,46 @@ func TestProjectAndTokenLists(t *testing.T) {
 	is.True(errors.Is(err, projectdata.ErrProjectNotFound))
 }
 
+// TestTokenListPrintsAsItReads: token list prints its first lines before
+// it has read the last tokens: a token created (by another Store on the
+// folder) once the first lines are out is listed, at the end.
+func TestTokenListPrintsAsItReads(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	cliIn(t, dir)("project", "create", "acme")
+	s, err := projectdata.Open(dir, nil)
+	is.NoErr(err)
+	defer s.Close()
+	for i := range 600 {
+		_, err := s.CreateToken(ctx, "acme", projectdata.NewToken{Name: "session-" + strconv.Itoa(i)})
+		is.NoErr(err)
+	}
+	out := &firstWriteHook{fn: func() {
+		_, err := s.CreateToken(ctx, "acme", projectdata.NewToken{Name: "late"})
+		is.NoErr(err)
+	}}
+	is.NoErr(run(ctx, []string{"token", "list", "-data", dir, "acme"}, out, io.Discard))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	is.Equal(len(lines), 1+1+600+1) // the header, the admin token, the sessions, late
+	is.Equal(strings.Fields(lines[len(lines)-1])[1], "late")
+	is.True(out.writes > 2) // in blocks
+}
+
+// firstWriteHook is a buffer that calls fn before its first write.
+type firstWriteHook struct {
+	bytes.Buffer
+	fn     func()
+	writes int
+}
+
+func (f *firstWriteHook) Write(p []byte) (int, error) {
+	if f.writes++; f.writes == 1 {
+		f.fn()
+	}
+	return f.Buffer.Write(p)
+}
+
 // TestProjectListShowsTheReadableProjects: a damaged project does not hide
 // the others from the operator; the command lists them, names the damaged
 // one on stderr and exits 1.

@@ -37,8 +37,14 @@ func tokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return err
 }
 
+// tokenListBlock is how many lines of token list are aligned together
+// and printed at once.
+const tokenListBlock = 256
+
 // tokenList prints one line per token of a project: its metadata, never
-// its secret (only its SHA-256 is stored).
+// its secret (only its SHA-256 is stored). It prints as it reads (a
+// project may hold many tokens: none is ever deleted), its columns aligned
+// in blocks of tokenListBlock lines.
 func tokenList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("token list")
 	data := fs.String("data", defaultDataDir, "data folder")
@@ -51,14 +57,19 @@ func tokenList(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer store.Close()
-	tokens, err := store.ListTokens(ctx, rest[0])
-	if err != nil {
-		return err
-	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tROLE\tCREATED\tEXPIRES\tREVOKED\tLAST_USED")
-	for _, t := range tokens {
+	lines := 1
+	for t, err := range store.Tokens(ctx, rest[0]) {
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, listed(t.TokenName), listed(string(t.Role)), t.CreatedAt, orDash(t.ExpiresAt), orDash(t.RevokedAt), orDash(t.LastUsedAt))
+		if lines++; lines%tokenListBlock == 0 {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
 	}
 	return tw.Flush()
 }
