@@ -507,20 +507,17 @@ func (t *tableInfo) rowidRef() string {
 
 // logSchemaChanges logs one schema change for each table that the unit of
 // work created, deleted or reshaped (columns added, renamed, retyped,
-// rebuilt), comparing the registry before it with the registry now.
+// rebuilt), comparing the registry before it with the registry after it
+// (see writeSchema), which shares the tables it did not read again.
 // Display names and indexes do not change a table's rows, so they are not
 // schema changes.
-func logSchemaChanges(c *conn, before *schema) error {
+func logSchemaChanges(c *conn, before, after *schema) error {
 	if c.changes.off {
 		return nil
 	}
-	after, err := loadSchema(c)
-	if err != nil {
-		return err
-	}
 	var changed []string
 	for _, t := range before.tables {
-		if now, ok := after.byID[t.ID]; !ok || now.shape() != t.shape() {
+		if now, ok := after.byID[t.ID]; !ok || now != t && now.shape() != t.shape() {
 			changed = append(changed, t.Name)
 		}
 	}

@@ -465,14 +465,15 @@ func exists(c *conn, query string) (bool, error) {
 	return c.queryRow(query, nil, func(*sqlite3.Stmt) error { return nil })
 }
 
-// storedColumn loads the registry anew through c and returns a column of
-// it, as the caller's transaction left it.
+// storedColumn reads table tableID of the registry again through c (see
+// conn.reloadTable) and returns a column of it, as the caller's schema
+// change left it.
 func storedColumn(c *conn, tableID, columnID int64) (Column, error) {
-	sc, err := loadSchema(c)
+	t, err := c.reloadTable(tableID)
 	if err != nil {
 		return Column{}, err
 	}
-	if t, ok := sc.byID[tableID]; ok {
+	if t != nil {
 		if col, ok := t.byID[columnID]; ok {
 			return col.Column, nil
 		}

@@ -481,6 +481,9 @@ type conn struct {
 	// changingRegistry is set on the writer while writeSchema changes the
 	// registry: what it reads then is not cached (see schemaFor).
 	changingRegistry bool
+	// edit is the registry of the schema change under way on the writer
+	// (see writeSchema, reloadTable).
+	edit *registryEdit
 
 	heap     *sqliteHeap // the Store's accounting, nil for a connection it does not count
 	reserved int64       // bytes reserved from heap for a query that grew

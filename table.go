@@ -139,7 +139,7 @@ type schema struct {
 	tables  []*tableInfo          // by id
 	byName  map[string]*tableInfo // lower-case name
 	byID    map[int64]*tableInfo
-	objects map[string]bool // lower-case names of every table and view in the database, ours or not
+	objects map[string]bool // lower-case names of every table and view in the database, ours or not; nil until read (see cacheObjects)
 }
 
 // tableInfo is one application table with its columns.
@@ -209,78 +209,6 @@ func (t *tableInfo) columnList() []Column {
 	return cols
 }
 
-// loadSchema reads the registry through c, which must be inside a
-// transaction: its statements then read one snapshot.
-func loadSchema(c *conn) (*schema, error) {
-	sc := &schema{byName: map[string]*tableInfo{}, byID: map[int64]*tableInfo{}}
-	err := c.query(`SELECT id, name, display_name, created_at, updated_at FROM _pd_tables ORDER BY id`, nil, func(st *sqlite3.Stmt) error {
-		t := &tableInfo{
-			Table:  Table{ID: st.ColumnInt64(0), Name: st.ColumnText(1)},
-			byName: map[string]*columnInfo{},
-			byID:   map[int64]*columnInfo{},
-		}
-		if st.ColumnType(2) != sqlite3.NULL {
-			d := st.ColumnText(2)
-			t.DisplayName = &d
-		}
-		t.CreatedAt, t.UpdatedAt = timeOrZero(st, 3), timeOrZero(st, 4)
-		t.quoted = quoteIdent(t.Name)
-		sc.tables = append(sc.tables, t)
-		sc.byName[foldName(t.Name)] = t
-		sc.byID[t.ID] = t
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = c.query(`SELECT id, table_id, name, type, is_nullable, default_value, is_primary, is_unique, created_at, updated_at
-		FROM _pd_columns ORDER BY table_id, position`, nil, func(st *sqlite3.Stmt) error {
-		t := sc.byID[st.ColumnInt64(1)]
-		if t == nil {
-			return errors.New("column of an unknown table")
-		}
-		col := &columnInfo{Column: Column{
-			ID:         st.ColumnInt64(0),
-			TableName:  t.Name,
-			Name:       st.ColumnText(2),
-			Type:       st.ColumnText(3),
-			IsNullable: Bit(st.ColumnBool(4)),
-			IsPrimary:  Bit(st.ColumnBool(6)),
-			IsUnique:   Bit(st.ColumnBool(7)),
-			CreatedAt:  timeOrZero(st, 8),
-			UpdatedAt:  timeOrZero(st, 9),
-		}}
-		if st.ColumnType(5) != sqlite3.NULL {
-			if err := decodeJSONValue(st.ColumnRawText(5), &col.DefaultValue); err != nil {
-				return errors.Wrap(err, "column default")
-			}
-		}
-		col.quoted = quoteIdent(col.Name)
-		t.columns = append(t.columns, col)
-		t.byName[foldName(col.Name)] = col
-		t.byID[col.ID] = col
-		if col.IsPrimary {
-			t.pk = col
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range sc.tables {
-		t.prepareRowKeys()
-	}
-	sc.objects = map[string]bool{}
-	err = c.query(`SELECT lower(name) FROM sqlite_schema WHERE type IN ('table', 'view')`, nil, func(st *sqlite3.Stmt) error {
-		sc.objects[st.ColumnText(0)] = true
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return sc, nil
-}
-
 func timeOrZero(st *sqlite3.Stmt, col int) Timestamp {
 	if t := columnTime(st, col); t != nil {
 		return *t
@@ -319,6 +247,9 @@ func (p *project) schemaFor(c *conn) (*schema, error) {
 func (p *project) schemaAt(c *conn, v int64) (*schema, error) {
 	sc := p.cachedSchema()
 	if sc != nil && sc.version == v && !c.changingRegistry {
+		if sc.objects == nil { // a schema change's, see writeSchema
+			return p.cacheObjects(c, sc)
+		}
 		return sc, nil
 	}
 	sc, err := loadSchema(c)
@@ -327,13 +258,37 @@ func (p *project) schemaAt(c *conn, v int64) (*schema, error) {
 	}
 	sc.version = v
 	if !c.changingRegistry {
-		p.schemaMu.Lock()
-		if p.schema == nil || p.schema.version < v {
-			p.schema = sc
-		}
-		p.schemaMu.Unlock()
+		p.cacheSchema(sc)
 	}
 	return sc, nil
+}
+
+// cacheObjects returns sc, the cached registry a schema change left
+// without its objects, with them, read through c at sc's version; the
+// result replaces sc in the cache.
+func (p *project) cacheObjects(c *conn, sc *schema) (*schema, error) {
+	objects, err := schemaObjects(c)
+	if err != nil {
+		return nil, err
+	}
+	full := *sc
+	full.objects = objects
+	p.schemaMu.Lock()
+	if p.schema == sc {
+		p.schema = &full
+	}
+	p.schemaMu.Unlock()
+	return &full, nil
+}
+
+// cacheSchema makes sc the cached registry, unless the cached one is as
+// new or newer.
+func (p *project) cacheSchema(sc *schema) {
+	p.schemaMu.Lock()
+	if p.schema == nil || p.schema.version < sc.version {
+		p.schema = sc
+	}
+	p.schemaMu.Unlock()
 }
 
 // registryVersionSQL is registryVersion's statement.
@@ -366,28 +321,6 @@ func (p *project) invalidateSchema() {
 	p.schemaMu.Lock()
 	p.schema = nil
 	p.schemaMu.Unlock()
-}
-
-// writeSchema is write for operations that change the registry or the
-// schema: it raises the registry version in the same transaction, so every
-// connection (of this Store or of another on the same folder) reloads the
-// registry once the change commits, and fn gets a freshly loaded registry.
-func (p *project) writeSchema(ctx context.Context, fn func(c *conn, sc *schema) error) error {
-	return p.writeAlone(ctx, func(c *conn) error {
-		c.changingRegistry = true
-		defer func() { c.changingRegistry = false }()
-		if err := c.exec(`UPDATE _pd_registry SET version = version + 1 WHERE id = 1`); err != nil {
-			return err
-		}
-		sc, err := loadSchema(c)
-		if err != nil {
-			return err
-		}
-		if err := fn(c, sc); err != nil {
-			return err
-		}
-		return logSchemaChanges(c, sc)
-	})
 }
 
 // readSchema runs fn on a reader, inside one read transaction, with the
@@ -470,11 +403,10 @@ func (s *Store) CreateTable(ctx context.Context, slug string, def TableDef) (Tab
 					return err
 				}
 			}
-			sc, err := loadSchema(c)
+			t, err := c.reloadTable(tableID)
 			if err != nil {
 				return err
 			}
-			t := sc.byID[tableID]
 			table, cols = t.Table, t.columnList()
 			return nil
 		})
@@ -719,7 +651,8 @@ func (s *Store) UpdateTable(ctx context.Context, slug, table string, upd TableUp
 				return err
 			}
 			out.DisplayName, out.UpdatedAt = upd.DisplayName.To, Timestamp{now}
-			return nil
+			_, err = c.reloadTable(t.ID)
+			return err
 		})
 	})
 	return out, err
@@ -745,7 +678,11 @@ func (s *Store) DeleteTable(ctx context.Context, slug, table string) (string, er
 				return err
 			}
 			name = t.Name
-			return c.exec(`DELETE FROM _pd_tables WHERE id = ?`, t.ID) // cascades to columns and indexes
+			if err := c.exec(`DELETE FROM _pd_tables WHERE id = ?`, t.ID); err != nil { // cascades to columns and indexes
+				return err
+			}
+			_, err = c.reloadTable(t.ID)
+			return err
 		})
 	})
 	return name, err
