@@ -178,7 +178,7 @@ func TestRowCountsFromTheChangeLog(t *testing.T) {
 		// Version 6 kept exact counts, changed with every write.
 		db, err := sqlite3.Open(filepath.Join(dir, "acme", "project.db"))
 		is.NoErr(err)
-		is.NoErr(db.Exec(`UPDATE _pd_row_counts SET row_count = (SELECT count(*) FROM items); DROP TABLE _pd_row_counts_as_of; PRAGMA user_version = 6`))
+		is.NoErr(db.Exec(`UPDATE _pd_row_counts SET row_count = (SELECT count(*) FROM items); DROP TABLE _pd_row_counts_as_of; DROP INDEX _pd_columns_order; PRAGMA user_version = 6`))
 		is.NoErr(db.Close())
 		s, err = Open(dir, nil)
 		is.NoErr(err)

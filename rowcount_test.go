@@ -110,7 +110,7 @@ func TestRowCountsOfAnOlderDatabase(t *testing.T) {
 
 	// Back to the control schema before row counts were kept.
 	raw := pdtest.Raw(t, dir, "acme")
-	pdtest.Exec(t, raw, `DROP TABLE _pd_row_counts; DROP TABLE _pd_secrets; DROP TABLE _pd_idempotency; DROP TABLE _pd_changes; DROP TABLE _pd_row_counts_as_of; PRAGMA user_version = 2`)
+	pdtest.Exec(t, raw, `DROP TABLE _pd_row_counts; DROP TABLE _pd_secrets; DROP TABLE _pd_idempotency; DROP TABLE _pd_changes; DROP TABLE _pd_row_counts_as_of; DROP INDEX _pd_columns_order; PRAGMA user_version = 2`)
 	s, err = projectdata.Open(dir, nil)
 	is.NoErr(err)
 	defer s.Close()

@@ -124,6 +124,13 @@ CREATE TABLE _pd_changes (
 	rowCountsAsOfSchema,
 	// Version 8: DATETIME values in the service's one form (upgrade.go).
 	canonicalDatetimesSchema,
+	// Version 9: the registry's columns in their order, which loading the
+	// registry (registry.go) read through the (table_id, name) index with a
+	// seek and a sort: a third of the SQL work of a whole load. Building it
+	// reads _pd_columns once (30,000 rows: milliseconds).
+	`
+CREATE INDEX _pd_columns_order ON _pd_columns (table_id, position);
+`,
 }
 
 // migrate brings the control schema of the database on c to the newest
