@@ -346,7 +346,10 @@ func (sb *sandbox) readable(table, schema string) bool {
 	case sb.sc.byName[name] != nil, eponymousTables[name]:
 		return true
 	case schema == "":
-		return !isReserved(name) && !isPragmaFunction(name) && !sb.sc.objects[name]
+		// A registry without its objects (a schema change's, before its
+		// first read fills them in) would let every unregistered table
+		// pass as a CTE: refuse instead.
+		return sb.sc.objects != nil && !isReserved(name) && !isPragmaFunction(name) && !sb.sc.objects[name]
 	}
 	return false
 }
