@@ -214,8 +214,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, bootstr
 		defer func() {
 			if serr := rep.Stop(stop.deadline()); serr != nil {
 				logger.Error("stop litestream", "err", serr)
+				serr = fmt.Errorf("-replica: the replica may lack the last commits: %w", serr)
 				if err == nil {
-					err = fmt.Errorf("-replica: the replica may lack the last commits: %w", serr)
+					err = serr
+				} else { // the drain ran out too: the replica's state matters more, and is said
+					err = fmt.Errorf("%w; %w", err, serr)
 				}
 			}
 		}()

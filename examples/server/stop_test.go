@@ -110,7 +110,8 @@ func TestStopCutsOffASlowRequestAtTheDrain(t *testing.T) {
 // ends, serve -replica still stops within -stop-timeout: the drain gets
 // its default share (40% of a 4 s stop), the final sync is cut short,
 // Litestream is killed, and the server exits 1. Without the request, the
-// final sync cut short is the server's error.
+// final sync cut short is the server's error; with it, the server's error
+// names both.
 func TestStopWithAReplicaFitsTheStopTimeout(t *testing.T) {
 	bin := fakeLitestream(t, "trap '' TERM\nwhile :; do sleep 0.1; done") // no control socket: no sync ever confirmed
 	for _, tc := range []struct {
@@ -118,7 +119,7 @@ func TestStopWithAReplicaFitsTheStopTimeout(t *testing.T) {
 		slow bool
 		says string
 	}{
-		{"SlowRequest", true, "server: stopped by SIGTERM: requests still running after the 1.6s drain were cut off"},
+		{"SlowRequest", true, "server: stopped by SIGTERM: requests still running after the 1.6s drain were cut off; -replica: the replica may lack the last commits: final sync cut short after"},
 		{"NoRequest", false, "server: stopped by SIGTERM: -replica: the replica may lack the last commits: final sync cut short after"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
