@@ -85,15 +85,21 @@ func loadUpgradeFixture(t *testing.T, src string) (dir string, fx upgradeFixture
 	return dir, fx
 }
 
-// newestControlVersion is this release's control schema version: that of
-// a project it creates.
-func newestControlVersion(t *testing.T) int {
+// freshProject is the data folder of a new Store holding project acme, as
+// this release creates it.
+func freshProject(t *testing.T) string {
 	t.Helper()
 	s, dir := pdtest.Open(t, nil)
 	if _, _, err := s.CreateProject(ctx, "acme", ""); err != nil {
 		t.Fatal(err)
 	}
-	return controlVersionOf(t, dir, "acme")
+	return dir
+}
+
+// newestControlVersion is this release's control schema version: that of
+// a project it creates.
+func newestControlVersion(t *testing.T) int {
+	return controlVersionOf(t, freshProject(t), "acme")
 }
 
 // controlVersionOf reads a project database's PRAGMA user_version.
@@ -208,12 +214,7 @@ func controlSchema(t *testing.T, dir, slug string) string {
 
 // newControlSchema is controlSchema of a project this release creates.
 func newControlSchema(t *testing.T) string {
-	t.Helper()
-	s, dir := pdtest.Open(t, nil)
-	if _, _, err := s.CreateProject(ctx, "fresh", ""); err != nil {
-		t.Fatal(err)
-	}
-	return controlSchema(t, dir, "fresh")
+	return controlSchema(t, freshProject(t), "acme")
 }
 
 // sqlDefault matches the DEFAULT clause of a text default in a table's SQL.
