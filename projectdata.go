@@ -127,8 +127,9 @@ type Options struct {
 	// (PRAGMA wal_autocheckpoint=0 and no checkpointer), so it never
 	// competes with the replicator's own checkpoints. While the replicator
 	// is down the WAL grows until it is back. Zero (false): each project
-	// checkpoints its WAL in the background whenever it reaches 1,000
-	// pages, and its writer does past 2,000 (see checkpoint.go).
+	// checkpoints its WAL in the background, without waiting for its
+	// readers or its writer, whenever it reaches 1,000 pages and 250 ms
+	// after its last write; its writer checkpoints itself past 2,000.
 	ReplicatorCheckpoints bool
 
 	changeLogOff bool          // benchmarks only: write no change log
