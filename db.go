@@ -36,6 +36,10 @@ type project struct {
 
 	refs      int  // operations using the project; guarded by store.mu
 	forgotten bool // dropped from the Store's open projects (forget); guarded by store.mu
+	// used is set once an operation or an accepted token has run on the
+	// project since it opened: until then a refused token sends it to the
+	// cold end of the open projects (see Store.demote).
+	used atomic.Bool
 
 	wsem    chan struct{} // holds the writer; capacity 1
 	writer  *conn

@@ -54,6 +54,14 @@ func (l *lru[V]) removeIf(key string, match func(V) bool) bool {
 	return true
 }
 
+// demote marks key the least recently used, when its value is one that
+// match accepts.
+func (l *lru[V]) demote(key string, match func(V) bool) {
+	if e, ok := l.byKey[key]; ok && match(e.Value.(*lruEntry[V]).value) {
+		l.order.MoveToBack(e)
+	}
+}
+
 // trim removes least recently used values that evictable accepts, while
 // more than max remain, and returns them, least recently used first.
 // Values evictable refuses stay, whatever their age.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -202,4 +203,51 @@ func TestEvictionUnderLoadLosesNothing(t *testing.T) {
 	for i := range slugs {
 		is.Equal(got[i].Load(), int64(120))
 	}
+}
+
+// TestRefusedTokensDoNotPushOutProjectsInUse: a client with made-up tokens
+// on more projects than MaxOpenProjects opens each of them (the project is
+// checked before the token), but a project opened only to refuse a token
+// is the first closed, so the projects in use stay open; a project in use
+// is not sent to the cold end by a refused token.
+func TestRefusedTokensDoNotPushOutProjectsInUse(t *testing.T) {
+	is := is.New(t)
+	s, err := Open(t.TempDir(), &Options{MaxOpenProjects: 4})
+	is.NoErr(err)
+	defer s.Close()
+	ctx := context.Background()
+	admin := map[string]string{}
+	for i := range 12 {
+		slug := fmt.Sprint("p", i)
+		_, tok, err := s.CreateProject(ctx, slug, "")
+		is.NoErr(err)
+		admin[slug] = tok.Token
+	}
+	inUse := []string{"p0", "p1", "p2"}
+	for _, slug := range inUse {
+		_, err := s.Authenticate(ctx, slug, admin[slug])
+		is.NoErr(err)
+	}
+	fake := tokenPrefix + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	for round := range 3 {
+		for i := 3; i < 12; i++ {
+			_, err := s.Authenticate(ctx, fmt.Sprint("p", i), fake)
+			is.Equal(ErrorCode(err), ErrInvalidToken)
+		}
+		_, err := s.Authenticate(ctx, inUse[round], fake) // refused on a project in use
+		is.Equal(ErrorCode(err), ErrInvalidToken)
+	}
+	s.mu.Lock()
+	open := s.projects.keys()
+	s.mu.Unlock()
+	is.Equal(len(open), 4)
+	for _, slug := range inUse {
+		is.True(slices.Contains(open, slug)) // still open
+	}
+	// A project that was refused a token works as any once a token is
+	// accepted on it.
+	c, err := s.Authenticate(ctx, "p7", admin["p7"])
+	is.NoErr(err)
+	_, _, err = s.GetProject(WithCaller(ctx, c), "p7")
+	is.NoErr(err)
 }

@@ -491,6 +491,28 @@ func (s *Store) withProject(ctx context.Context, slug string, op Operation, fn f
 		if err := authorize(ctx, slug, op); err != nil {
 			return err
 		}
+		p.markUsed()
 	}
 	return busyIfUnavailable(fn(p))
+}
+
+// markUsed records that an operation or an accepted token ran on p.
+func (p *project) markUsed() {
+	if !p.used.Load() { // a load on every operation, a store once
+		p.used.Store(true)
+	}
+}
+
+// demote makes p, opened for a request whose token was refused and used by
+// nothing else yet, the least recently used of the open projects, so that
+// the next project opened closes it rather than one in use: a client with
+// made-up tokens and more slugs than MaxOpenProjects would otherwise push
+// every project in use out, one open each.
+func (s *Store) demote(p *project) {
+	if p.used.Load() {
+		return
+	}
+	s.mu.Lock()
+	s.projects.demote(p.slug, func(q *project) bool { return q == p })
+	s.mu.Unlock()
 }

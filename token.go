@@ -431,7 +431,12 @@ func (s *Store) RevokeToken(ctx context.Context, slug string, id int64) (Token, 
 // for an unknown, revoked or expired token or one of another project.
 func (s *Store) Authenticate(ctx context.Context, slug, secret string) (Caller, error) {
 	var caller Caller
-	err := s.withProject(ctx, slug, "", func(p *project) error {
+	err := s.withProject(ctx, slug, "", func(p *project) (err error) {
+		defer func() {
+			if ErrorCode(err) == ErrInvalidToken {
+				s.demote(p)
+			}
+		}()
 		if !strings.HasPrefix(secret, tokenPrefix) {
 			return errorf(ErrInvalidToken, "the token is not a Project API Token")
 		}
@@ -452,6 +457,7 @@ func (s *Store) Authenticate(ctx context.Context, slug, secret string) (Caller, 
 			p.tokens.remember(hash, tok, now, gen)
 		}
 		caller = Caller{Project: slug, TokenID: tok.ID, Role: tok.Role}
+		p.markUsed()
 		p.touchToken(ctx, tok.ID, tok.LastUsedAt, now)
 		return nil
 	})
