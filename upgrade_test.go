@@ -212,9 +212,17 @@ func controlSchema(t *testing.T, dir, slug string) string {
 	return out.String()
 }
 
-// newControlSchema is controlSchema of a project this release creates.
-func newControlSchema(t *testing.T) string {
-	return controlSchema(t, freshProject(t), "acme")
+// releaseControl is the control schema of a project this release
+// creates: its version and its control tables (see controlSchema).
+type releaseControl struct {
+	version int
+	schema  string
+}
+
+// thisRelease reads releaseControl off a new project.
+func thisRelease(t *testing.T) releaseControl {
+	dir := freshProject(t)
+	return releaseControl{version: controlVersionOf(t, dir, "acme"), schema: controlSchema(t, dir, "acme")}
 }
 
 // sqlDefault matches the DEFAULT clause of a text default in a table's SQL.
@@ -404,20 +412,14 @@ func upgradeFixtures(t *testing.T) []string {
 // exports, the change feed, snapshots and restore work afterwards, as
 // does restoring the release's own snapshot file.
 func TestUpgrade(t *testing.T) {
-	newest := newestControlVersion(t)
+	release := thisRelease(t)
 	for _, src := range upgradeFixtures(t) {
 		t.Run(filepath.Base(src), func(t *testing.T) {
 			dir, fx := loadUpgradeFixture(t, src)
-			if got := controlVersionOf(t, dir, "acme"); got != fx.Version || got >= newest {
-				t.Fatalf("fixture's control schema version %d, want %d (older than %d)", got, fx.Version, newest)
+			if got := controlVersionOf(t, dir, "acme"); got != fx.Version || got >= release.version {
+				t.Fatalf("fixture's control schema version %d, want %d (older than %d)", got, fx.Version, release.version)
 			}
-			before := rawDump(t, dir, "acme")
-			s, err := projectdata.Open(dir, &projectdata.Options{Now: pdtest.NewClock(upgradeClock).Now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			checkUpgraded(t, s, dir, fx, newest, before)
+			s := openUpgraded(t, dir, fx, release)
 			checkWritesAfterUpgrade(t, s, dir, fx)
 			if fx.Snapshot != "" {
 				checkOldSnapshotRestores(t, s, dir, fx)
@@ -426,17 +428,22 @@ func TestUpgrade(t *testing.T) {
 	}
 }
 
-// checkUpgraded checks that the upgraded project holds exactly what the
-// old release wrote, and that its stored answers replay.
-func checkUpgraded(t *testing.T, s *projectdata.Store, dir string, fx upgradeFixture, newest int, before string) {
+// openUpgraded opens the fixture's folder dir with this release (closed at
+// the test's end), which upgrades the project, and checks that it holds
+// exactly what the old release wrote, and that its stored answers replay.
+func openUpgraded(t *testing.T, dir string, fx upgradeFixture, release releaseControl) *projectdata.Store {
 	is := is.New(t)
+	before := rawDump(t, dir, "acme")
+	s, err := projectdata.Open(dir, &projectdata.Options{Now: pdtest.NewClock(upgradeClock).Now})
+	is.NoErr(err)
+	t.Cleanup(func() { s.Close() })
 	proj, tableCount, err := s.GetProject(ctx, "acme") // opens it: migrates
 	is.NoErr(err)
-	is.Equal(controlVersionOf(t, dir, "acme"), newest)
+	is.Equal(controlVersionOf(t, dir, "acme"), release.version)
 	if after := rawDump(t, dir, "acme"); after != before {
 		t.Fatalf("the upgrade changed the stored data:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-	if got, want := controlSchema(t, dir, "acme"), newControlSchema(t); got != want {
+	if got, want := controlSchema(t, dir, "acme"), release.schema; got != want {
 		t.Fatalf("the upgraded control schema is not a new project's:\ngot:\n%s\nwant:\n%s", got, want)
 	}
 	sameJSON(t, "project", map[string]any{"project": proj, "table_count": tableCount}, fx.Project)
@@ -524,6 +531,7 @@ func checkUpgraded(t *testing.T, s *projectdata.Store, dir string, fx upgradeFix
 		is.NoErr(err)
 		is.Equal(*list.Total, n)
 	}
+	return s
 }
 
 // checkWritesAfterUpgrade writes to the upgraded project and reads it:
@@ -679,9 +687,9 @@ func TestNewerControlSchemaIsRefused(t *testing.T) {
 // and opens the project with this release: the upgrade resumes where it
 // stopped and the project holds what its release wrote.
 func TestInterruptedUpgradeResumes(t *testing.T) {
-	newest := newestControlVersion(t)
+	release := thisRelease(t)
 	for _, src := range upgradeFixtures(t) {
-		for stop := 0; stop < newest; stop++ {
+		for stop := 0; stop < release.version; stop++ {
 			dir, fx := loadUpgradeFixture(t, src)
 			if stop <= fx.Version {
 				continue
@@ -693,13 +701,7 @@ func TestInterruptedUpgradeResumes(t *testing.T) {
 				if got := controlVersionOf(t, dir, "acme"); got != stop {
 					t.Fatalf("stopped at version %d, want %d", got, stop)
 				}
-				before := rawDump(t, dir, "acme")
-				s, err := projectdata.Open(dir, &projectdata.Options{Now: pdtest.NewClock(upgradeClock).Now})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
-				checkUpgraded(t, s, dir, fx, newest, before)
+				openUpgraded(t, dir, fx, release)
 			})
 		}
 	}
