@@ -62,16 +62,9 @@ func TestWaitingForAConnectionIsBounded(t *testing.T) {
 	clk := &clock{now: time.Now()}
 	s, secret, p := boundedStore(t, &Options{QueueTimeout: 20 * time.Millisecond, MaxReadersPerProject: 2, Now: clk.Now})
 	ctx := context.Background()
-	for range cap(p.rsem) { // every reader taken, as by slow queries
-		p.rsem <- struct{}{}
-	}
-	p.wsem <- struct{}{} // and the writer, as by a column rebuild
-	defer func() {
-		for range cap(p.rsem) {
-			<-p.rsem
-		}
-		<-p.wsem
-	}()
+	defer takeAllSlots(p.rsem)() // every reader taken, as by slow queries
+	p.wsem <- struct{}{}         // and the writer, as by a column rebuild
+	defer func() { <-p.wsem }()
 	within(t, func() {
 		_, err := s.ListTables(ctx, "acme")
 		is.True(errors.Is(err, ErrServerBusy))

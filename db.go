@@ -46,11 +46,11 @@ type project struct {
 	faulted atomic.Bool // the writer trapped: writes fail, the Store opens the project anew (trap.go)
 	wq      writeQueue  // writes waiting for the writer (writer.go)
 
-	psem  chan struct{} // holds point; capacity 1
-	esem  chan struct{} // one slot per export running (exportRead)
-	point *conn         // read-only connection of point reads (readPoint); nil until used
+	psem  *slots // holds point; one slot
+	esem  *slots // one slot per export running (exportRead)
+	point *conn  // read-only connection of point reads (readPoint); nil until used
 
-	rsem     chan struct{} // one slot per reader in use
+	rsem     *slots // one slot per reader in use
 	rmu      sync.Mutex
 	readers  []*conn // idle readers
 	closed   bool    // guarded by rmu
@@ -103,9 +103,9 @@ func (p *project) open() error {
 		return errors.Wrapf(err, "configure project %q", p.slug)
 	}
 	p.wsem = make(chan struct{}, 1)
-	p.rsem = make(chan struct{}, p.store.opts.MaxReadersPerProject)
-	p.psem = make(chan struct{}, 1)
-	p.esem = make(chan struct{}, p.store.opts.MaxExportsPerProject)
+	p.rsem = newSlots(p.store.opts.MaxReadersPerProject)
+	p.psem = newSlots(1)
+	p.esem = newSlots(p.store.opts.MaxExportsPerProject)
 	p.lastUsed = make(map[int64]time.Time)
 	p.wal = watchWAL(p.dbPath())
 	if p.file, err = os.Stat(p.dbPath()); err != nil {
@@ -187,10 +187,11 @@ func (p *project) close() error {
 // readers idle in the pool give theirs up within parkedIdle, and before
 // and after every checkpoint of the Store's.
 func (p *project) read(ctx context.Context, fn func(c *conn) error) (err error) {
-	if err := p.enter(ctx, p.rsem, "read connection"); err != nil {
+	caller, err := p.enter(ctx, p.rsem, "read connection")
+	if err != nil {
 		return err
 	}
-	defer func() { <-p.rsem }()
+	defer p.rsem.give(caller)
 
 	c, err := p.takeReader()
 	if err != nil {
@@ -222,10 +223,11 @@ func (p *project) read(ctx context.Context, fn func(c *conn) error) (err error) 
 // once; beyond that an export waits for one to end as a read waits for a
 // reader, and fails with ErrServerBusy after Options.QueueTimeout.
 func (p *project) exportRead(ctx context.Context, fn func(c *conn) error) (err error) {
-	if err := p.enter(ctx, p.esem, "export slot"); err != nil {
+	caller, err := p.enter(ctx, p.esem, "export slot")
+	if err != nil {
 		return err
 	}
-	defer func() { <-p.esem }()
+	defer p.esem.give(caller)
 
 	c, err := p.openReader("export connection")
 	if err != nil {

@@ -25,7 +25,10 @@ type Options struct {
 	// MaxReadersPerProject bounds the read-only connections of one project
 	// that serve its reads (besides the exports', MaxExportsPerProject, and
 	// one for token checks), and so how many reads of a project run in
-	// parallel. Zero: 4.
+	// parallel. When all are busy, a reader that comes free goes to the
+	// waiting caller (a token; calls without one count as one caller)
+	// holding the fewest, so a token that keeps them busy with slow
+	// queries makes its own requests wait, not another token's. Zero: 4.
 	MaxReadersPerProject int
 	// MaxExportsPerProject bounds the exports (CSV exports and project
 	// snapshots) of one project that run at once. Each reads on a

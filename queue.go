@@ -14,31 +14,25 @@ type queueStats struct {
 	nanos atomic.Int64
 }
 
-// enter takes a slot of sem (a project's readers or its writer), waiting at
-// most Options.QueueTimeout: a longer wait is ErrServerBusy, so that a
-// crowd of slow requests makes others retry rather than pile up. A wait is
-// counted in the Store's Stats; taking a free slot is not.
-func (p *project) enter(ctx context.Context, sem chan struct{}, what string) error {
-	select {
-	case sem <- struct{}{}:
-		return nil
-	default:
+// enter takes a slot of sl (a project's readers, its export slots, its
+// point-read connection) for the caller ctx carries, waiting at most
+// Options.QueueTimeout: a longer wait is ErrServerBusy, so that a crowd of
+// slow requests makes others retry rather than pile up. A wait is counted
+// in the Store's Stats; taking a free slot is not. enter returns the
+// caller the slot was taken for, to give it back with (slots.give).
+func (p *project) enter(ctx context.Context, sl *slots, what string) (caller int64, err error) {
+	caller = callerOf(ctx)
+	if sl.tryTake(caller) {
+		return caller, nil
 	}
 	start := time.Now()
 	defer func() {
 		p.store.queue.waits.Add(1)
 		p.store.queue.nanos.Add(int64(time.Since(start)))
 	}()
-	t := time.NewTimer(p.store.opts.QueueTimeout)
-	defer t.Stop()
-	select {
-	case sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
+	return caller, sl.take(ctx, caller, p.store.opts.QueueTimeout, func() error {
 		return errorf(ErrServerBusy, "project %q is busy: no %s came free within %s; retry", p.slug, what, p.store.opts.QueueTimeout)
-	}
+	})
 }
 
 // awaitOpen waits for p, which another operation opens, to be ready, as
@@ -114,10 +108,11 @@ func (p *project) tryWrite(ctx context.Context, fn func(c *conn) error) (bool, e
 // reader from them. Its reads are point reads, so one connection serves
 // them in turn.
 func (p *project) readPoint(ctx context.Context, fn func(c *conn) error) (err error) {
-	if err := p.enter(ctx, p.psem, "point-read connection"); err != nil {
+	caller, err := p.enter(ctx, p.psem, "point-read connection")
+	if err != nil {
 		return err
 	}
-	defer func() { <-p.psem }()
+	defer p.psem.give(caller)
 	if p.point == nil {
 		c, err := p.openReader("point-read connection")
 		if err != nil {

@@ -1,6 +1,7 @@
 package projectdata_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -71,4 +72,34 @@ func TestWriteLockHeldElsewhereIsServerBusy(t *testing.T) {
 	pdtest.Exec(t, raw, `COMMIT`)
 	_, err = s.Insert(ctx, "acme", "t", []projectdata.Row{{"n": 1}})
 	is.NoErr(err)
+}
+
+// TestReadersGoFirstToTheTokenHoldingFewest: a token that keeps every
+// reader of a project busy with slow queries, and many more waiting, does
+// not make another token's queries wait behind all of its own: each gets
+// the next reader that comes free, rather than ErrServerBusy.
+func TestReadersGoFirstToTheTokenHoldingFewest(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, &projectdata.Options{MaxReadersPerProject: 2, QueryTimeout: 300 * time.Millisecond})
+	greedy, other := pdtest.As(t, s, projectdata.RoleRead), pdtest.As(t, s, projectdata.RoleRead)
+
+	runaway := projectdata.QueryRequest{SQL: `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c`}
+	stop, cancel := context.WithCancel(greedy)
+	var wg sync.WaitGroup
+	for range 30 { // 2 run, 28 wait; each waits up to QueueTimeout (2 s)
+		wg.Go(func() {
+			for stop.Err() == nil {
+				s.Query(stop, "acme", runaway)
+			}
+		})
+	}
+	defer wg.Wait()
+	defer cancel()
+	for s.Stats().QueueWaits < 30 { // the greedy token's line is long
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 5 {
+		_, err := s.Query(other, "acme", projectdata.QueryRequest{SQL: `SELECT 1`})
+		is.NoErr(err)
+	}
 }

@@ -25,14 +25,7 @@ func TestCachedTokenNeedsNoRead(t *testing.T) {
 	is.NoErr(err)
 	defer release()
 	p, _ := s.pinned(pctx, "acme")
-	for range cap(p.rsem) {
-		p.rsem <- struct{}{}
-	}
-	defer func() {
-		for range cap(p.rsem) {
-			<-p.rsem
-		}
-	}()
+	defer takeAllSlots(p.rsem)()
 	wait, cancel := context.WithTimeout(pctx, time.Second)
 	defer cancel()
 	c, err := s.Authenticate(wait, "acme", tok.Token)
