@@ -176,6 +176,27 @@ func fakeLitestream(t *testing.T, body string) string {
 	return bin
 }
 
+// trappingLitestream is fakeLitestream running until stopped, with trap as
+// its SIGTERM handler, and a function that waits until the handler is set
+// in the instance last started: a signal that comes before ends the shell
+// as if it had no trap.
+func trappingLitestream(t *testing.T, trap string) (bin string, trapped func()) {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "trapped")
+	bin = fakeLitestream(t, "trap '"+trap+"' TERM\n: > '"+ready+"'\nwhile :; do sleep 0.1; done")
+	return bin, func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if os.Remove(ready) == nil { // consumed: the next start writes it again
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the fake litestream did not set its SIGTERM handler")
+			}
+		}
+	}
+}
+
 // TestStoppedLitestreamCheckBlamesNoBinary: a command stopped while it
 // checks the Litestream binary reports the stop, not a binary that "is not
 // a usable litestream" (SIGINT in the first instants of project restore
@@ -197,11 +218,12 @@ func TestReplicatorStopReportsAFailedFinalSync(t *testing.T) {
 	dir := t.TempDir()
 	cliIn(t, dir)("project", "create", "acme")
 	// Replicates nothing, has no control socket, and exits 0 on SIGTERM.
-	bin := fakeLitestream(t, "trap 'exit 0' TERM\nwhile :; do sleep 0.1; done")
+	bin, trapped := trappingLitestream(t, "exit 0")
 	u, err := parseReplicaURL("file://" + t.TempDir())
 	is.NoErr(err)
 	rep, err := startReplicator(dir, u, bin, litestreamPin, slog.New(slog.DiscardHandler), io.Discard)
 	is.NoErr(err)
+	trapped()
 	err = rep.Stop(time.Now().Add(500 * time.Millisecond))
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "final sync")) // err
@@ -213,7 +235,7 @@ func TestReplicatorStopReportsAFailedFinalSync(t *testing.T) {
 func TestServeFailsWhenLitestreamStopsBadly(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir() // no project: the final sync has nothing to wait for
-	bin := fakeLitestream(t, "trap 'exit 3' TERM\nwhile :; do sleep 0.1; done")
+	bin, trapped := trappingLitestream(t, "exit 3")
 	addr := freeAddr(t)
 	cmd := serverCmd("serve", "-addr", addr, "-data", dir, "-replica", "file://"+t.TempDir(), "-litestream", bin)
 	var stderr bytes.Buffer
@@ -221,6 +243,7 @@ func TestServeFailsWhenLitestreamStopsBadly(t *testing.T) {
 	is.NoErr(cmd.Start())
 	defer cmd.Process.Kill()
 	waitUp(t, addr)
+	trapped()
 	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
 	waitExit(t, cmd, "the server did not stop")
 	is.Equal(cmd.ProcessState.ExitCode(), 1)
@@ -234,7 +257,7 @@ func TestServeFailsWhenLitestreamStopsBadly(t *testing.T) {
 func TestOneReplicatingServerPerDataFolder(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
-	bin := fakeLitestream(t, "trap 'exit 0' TERM\nwhile :; do sleep 0.1; done") // replicate: runs until stopped, exits as Litestream does
+	bin, trapped := trappingLitestream(t, "exit 0") // replicate: runs until stopped, exits as Litestream does
 	replica := func() string { return "file://" + t.TempDir() }
 	first, firstReplica := freeAddr(t), replica()
 	cmd, _ := startServer(t, "serve", "-addr", first, "-data", dir, "-replica", firstReplica, "-litestream", bin)
@@ -256,6 +279,7 @@ func TestOneReplicatingServerPerDataFolder(t *testing.T) {
 	startServer(t, "serve", "-addr", plain, "-data", dir)
 	waitUp(t, plain)
 
+	trapped()
 	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
 	is.NoErr(cmd.Wait())
 	next := freeAddr(t)

@@ -113,7 +113,7 @@ func TestStopCutsOffASlowRequestAtTheDrain(t *testing.T) {
 // final sync cut short is the server's error; with it, the server's error
 // names both.
 func TestStopWithAReplicaFitsTheStopTimeout(t *testing.T) {
-	bin := fakeLitestream(t, "trap '' TERM\nwhile :; do sleep 0.1; done") // no control socket: no sync ever confirmed
+	bin, trapped := trappingLitestream(t, "") // no control socket: no sync ever confirmed
 	for _, tc := range []struct {
 		name string
 		slow bool
@@ -134,6 +134,7 @@ func TestStopWithAReplicaFitsTheStopTimeout(t *testing.T) {
 			is.NoErr(cmd.Start())
 			defer cmd.Process.Kill()
 			waitUp(t, addr)
+			trapped()
 			if tc.slow {
 				holdRequest(t, addr, token)
 			}
