@@ -62,6 +62,9 @@ type Options struct {
 	// change rolls back whole, and the call fails with
 	// ErrQueryBudgetExceeded. A bulk change holds every other write of its
 	// project while it runs, and those wait at most QueueTimeout each.
+	// Bulk and schema changes run one at a time, the next going to the
+	// caller (token) whose last one ran longest ago, with the row writes
+	// waiting run after each.
 	// Schema changes (tables, columns, indexes: long on big tables, and
 	// the admin's) have no such budget, nor have the row writes (Insert,
 	// UpdateRecord, DeleteRecord), which are bounded by MaxInsertRows or one

@@ -158,7 +158,7 @@ func TestGroupThatFailsToBeginAcknowledgesNothing(t *testing.T) {
 
 			// Holding the writer, queue two writes and a write alone: the
 			// one that takes the writer runs the two as a group, which
-			// fails to begin, and then the write alone.
+			// fails to begin, and the write alone, queued, fails with it.
 			p.wsem <- struct{}{}
 			var wg sync.WaitGroup
 			errs := make([]error, 3)

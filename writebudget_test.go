@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,4 +171,44 @@ func TestBulkChangePastWriteBudgetReplays(t *testing.T) {
 	pdtest.Code(t, again, projectdata.ErrQueryBudgetExceeded)
 	is.Equal(replays, 1)
 	is.Equal(again.Error(), first.Error())
+}
+
+// TestBulkChangesOfOneTokenDoNotHoldAnother: bulk changes run one at a
+// time, each up to Options.WriteTimeout, with the writes queued meanwhile
+// looked at again after each: a token that keeps many slow ones queued
+// does not make another token's writes wait behind all of them. That
+// token's row writes wait for the bulk change running at most, and its
+// bulk changes go before the greedy token's next.
+func TestBulkChangesOfOneTokenDoNotHoldAnother(t *testing.T) {
+	s, _ := pdtest.Open(t, &projectdata.Options{WriteTimeout: 300 * time.Millisecond})
+	if _, _, err := s.CreateProject(ctx, "acme", "Acme"); err != nil {
+		t.Fatal(err)
+	}
+	fillSlowTable(t, s)
+	greedy, other := pdtest.As(t, s, projectdata.RoleWrite), pdtest.As(t, s, projectdata.RoleWrite)
+
+	stop, cancel := context.WithCancel(greedy)
+	var wg sync.WaitGroup
+	for range 20 { // each runs 300 ms; the writer is theirs for 6 s
+		wg.Go(func() {
+			for stop.Err() == nil {
+				s.UpdateRecords(stop, "acme", "big", projectdata.BulkUpdate{Data: projectdata.Row{"n": -1}, Where: slowWhere})
+			}
+		})
+	}
+	defer wg.Wait()
+	defer cancel()
+	for s.Stats().QueueWaits < 20 { // the greedy token's line is long
+		time.Sleep(10 * time.Millisecond)
+	}
+	is := is.New(t)
+	for i := range 3 {
+		_, err := s.Insert(other, "acme", "big", []projectdata.Row{{"v": "x", "n": -2 - i}})
+		is.NoErr(err)
+		_, err = s.UpdateRecords(other, "acme", "big", projectdata.BulkUpdate{
+			Data:  projectdata.Row{"v": "y"},
+			Where: projectdata.Where{{Column: "n", Op: projectdata.WhereEq, Value: -2 - i}},
+		})
+		is.NoErr(err)
+	}
 }

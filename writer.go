@@ -3,6 +3,7 @@ package projectdata
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,17 +12,20 @@ import (
 )
 
 // Group commit. Writes to a project queue for its one writer connection.
-// Whoever gets the writer runs every queued write: consecutive ordinary
-// writes share one transaction, each in a savepoint of its own, so one
-// failure undoes only its own changes; a write is acknowledged (write
-// returns) only after the shared COMMIT. Schema and bulk changes
-// (writeAlone) run in a transaction of their own, as before.
+// Whoever gets the writer runs the next writes queued: consecutive
+// ordinary writes share one transaction, each in a savepoint of its own,
+// so one failure undoes only its own changes; a write is acknowledged
+// (write returns) only after the shared COMMIT. Schema and bulk changes
+// (writeAlone) run in a transaction of their own, one at a time: each may
+// hold the writer for long, so the writes queued meanwhile are looked at
+// again after each (see writeQueue.next).
 
 // writeRequest is one unit of work waiting for the writer connection.
 type writeRequest struct {
 	ctx   context.Context
 	fn    func(c *conn) error
-	alone bool // runs in its own transaction, interruptible by ctx
+	alone bool   // runs in its own transaction, interruptible by ctx
+	seq   uint64 // order in the queue (see writeQueue.add)
 	// budget, when not zero, bounds how long fn of a write alone runs:
 	// SQLite is interrupted when it runs out (see writeBulk).
 	budget time.Duration
@@ -32,39 +36,142 @@ type writeRequest struct {
 	done     chan struct{} // closed when err and panicked are final
 }
 
+// ran reports whether r has run (or failed for good).
+func (r *writeRequest) ran() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // writeQueue holds the writes waiting for the writer connection.
 type writeQueue struct {
 	mu      sync.Mutex
 	pending []*writeRequest
 	spare   []*writeRequest // the slice of the last writes run, emptied for the next (see recycle)
+	alone   int             // writes alone in pending
+	seq     uint64          // writes queued so far
+	// dueBefore: the ordinary writes queued before it waited for a write
+	// alone, and served are the callers of the last writes alone taken,
+	// the latest last (at most maxServedCallers); see next.
+	dueBefore uint64
+	served    []int64
+}
+
+// add queues r.
+func (q *writeQueue) add(r *writeRequest) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.seq++
+	r.seq = q.seq
+	q.pending = append(q.pending, r)
+	if r.alone {
+		q.alone++
+	}
+}
+
+// ranAlone notes that a write alone has run: the ordinary writes queued
+// meanwhile, or before it, go next.
+func (q *writeQueue) ranAlone() {
+	q.mu.Lock()
+	q.dueBefore = q.seq + 1
+	q.mu.Unlock()
 }
 
 // remove takes r out of the queue, unless a runner has taken it.
 func (q *writeQueue) remove(r *writeRequest) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for i, x := range q.pending {
-		if x == r {
-			q.pending = append(q.pending[:i], q.pending[i+1:]...)
-			return true
-		}
+	i := slices.Index(q.pending, r)
+	if i < 0 {
+		return false
 	}
-	return false
+	q.pending = slices.Delete(q.pending, i, i+1)
+	if r.alone {
+		q.alone--
+	}
+	return true
 }
 
-// take empties the queue and returns what it held.
-func (q *writeQueue) take() []*writeRequest {
+// takeAll empties the queue and returns what it held.
+func (q *writeQueue) takeAll() []*writeRequest {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	reqs := q.pending
-	q.pending, q.spare = q.spare, nil
+	q.pending, q.alone = nil, 0
 	return reqs
+}
+
+// maxServedCallers bounds writeQueue.served.
+const maxServedCallers = 16
+
+// next takes the writes to run next out of the queue, in order but for
+// the writes alone. While none waits (the common case), it takes every
+// write queued, which the runner splits into groups. Else: the ordinary
+// writes at the head of the queue and those that waited for a write alone
+// (at most max), if any; or one write alone, that of the caller (a token;
+// writes without one are one caller) whose last write alone ran longest
+// ago, the oldest among equals. So the ordinary writes waiting run after
+// each write alone, and a token that queues many slow bulk changes makes
+// its own wait, not another token's.
+func (q *writeQueue) next(max int) []*writeRequest {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.alone == 0 {
+		reqs := q.pending
+		q.pending, q.spare = q.spare, nil
+		return reqs
+	}
+	var reqs []*writeRequest
+	head := true // before the first write alone
+	q.pending = slices.DeleteFunc(q.pending, func(r *writeRequest) bool {
+		if r.alone {
+			head = false
+			return false
+		}
+		if len(reqs) == max || !head && r.seq >= q.dueBefore {
+			return false
+		}
+		reqs = append(reqs, r)
+		return true
+	})
+	if len(reqs) > 0 {
+		return reqs
+	}
+	best, bestRank := -1, 0
+	for i, r := range q.pending {
+		if !r.alone {
+			continue
+		}
+		// The rank of r's caller: -1 if it ran no recent write alone, else
+		// where its latest is in served (0: longest ago).
+		rank := slices.Index(q.served, callerOf(r.ctx))
+		if best < 0 || rank < bestRank {
+			best, bestRank = i, rank
+		}
+		if rank < 0 {
+			break // none ran longer ago
+		}
+	}
+	r := q.pending[best]
+	q.pending = slices.Delete(q.pending, best, best+1)
+	q.alone--
+	caller := callerOf(r.ctx)
+	if i := slices.Index(q.served, caller); i >= 0 {
+		q.served = slices.Delete(q.served, i, i+1)
+	} else if len(q.served) == maxServedCallers {
+		q.served = slices.Delete(q.served, 0, 1)
+	}
+	q.served = append(q.served, caller)
+	return []*writeRequest{r}
 }
 
 // maxSpareWrites bounds the slice a queue keeps for reuse.
 const maxSpareWrites = 1024
 
-// recycle keeps reqs, a slice take returned whose writes have all run,
+// recycle keeps reqs, a slice next returned whose writes have all run,
 // for the queue to fill again: a write then queues without an allocation.
 func (q *writeQueue) recycle(reqs []*writeRequest) {
 	if cap(reqs) > maxSpareWrites {
@@ -108,8 +215,9 @@ func (p *project) writeBulk(ctx context.Context, fn func(c *conn) error) error {
 	return p.submit(ctx, fn, true, p.store.opts.WriteTimeout)
 }
 
-// submit queues the write and waits for its outcome: it becomes the runner
-// when it gets the writer, else another runner takes it. A write still in
+// submit queues the write and waits for its outcome: whenever it gets the
+// writer, it runs the next writes queued (see writeQueue.next), until
+// they include its own; else another runner takes it. A write still in
 // the queue when ctx ends is dropped with ctx's error; one still there
 // after Options.QueueTimeout, with ErrServerBusy. A write alone with a
 // budget (see writeBulk) runs at most that long.
@@ -123,33 +231,14 @@ func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool
 	fn = recordingAnswer(ctx, fn) // an idempotent operation's answer commits with its effect
 	r := &writeRequest{ctx: ctx, alone: alone, budget: budget, done: make(chan struct{})}
 	r.fn = p.loggingChanges(r, fn)
-	p.wq.mu.Lock()
-	p.wq.pending = append(p.wq.pending, r)
-	p.wq.mu.Unlock()
-	select {
-	case p.wsem <- struct{}{}:
+	p.wq.add(r)
+	if tryEnter(p.wsem) {
 		p.runHolding()
-	default:
-		// Waiting: for a place in a group or for the writer, at most
-		// Options.QueueTimeout, counted in the Store's Stats.
-		start := time.Now()
-		t := time.NewTimer(p.store.opts.QueueTimeout)
-		select {
-		case p.wsem <- struct{}{}:
-			p.runHolding()
-		case <-r.done:
-		case <-ctx.Done():
-			if p.wq.remove(r) {
-				return ctx.Err()
-			}
-		case <-t.C:
-			if p.wq.remove(r) {
-				return errorf(ErrServerBusy, "project %q is busy: the writer did not come free within %s; retry", p.slug, p.store.opts.QueueTimeout)
-			}
+	}
+	if !r.ran() {
+		if err := p.awaitWrite(ctx, r); err != nil {
+			return err
 		}
-		t.Stop()
-		p.store.queue.waits.Add(1)
-		p.store.queue.nanos.Add(int64(time.Since(start)))
 	}
 	// Taken by a runner (this one or another, which closes done before
 	// it lets the writer go).
@@ -161,6 +250,39 @@ func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool
 		p.store.changesCommitted(p) // after the commit: followers may read it
 	}
 	return r.err
+}
+
+// awaitWrite waits until r, queued, is taken by a runner: this one, each
+// time it gets the writer, or another. It returns ctx's error, or
+// ErrServerBusy after Options.QueueTimeout, when r was still in the queue
+// (and so is not anymore). The wait is counted in the Store's Stats.
+func (p *project) awaitWrite(ctx context.Context, r *writeRequest) error {
+	start := time.Now()
+	defer func() {
+		p.store.queue.waits.Add(1)
+		p.store.queue.nanos.Add(int64(time.Since(start)))
+	}()
+	t := time.NewTimer(p.store.opts.QueueTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case p.wsem <- struct{}{}:
+			p.runHolding()
+			if !r.ran() {
+				continue
+			}
+		case <-r.done:
+		case <-ctx.Done():
+			if p.wq.remove(r) {
+				return ctx.Err()
+			}
+		case <-t.C:
+			if p.wq.remove(r) {
+				return errorf(ErrServerBusy, "project %q is busy: the writer did not come free within %s; retry", p.slug, p.store.opts.QueueTimeout)
+			}
+		}
+		return nil
+	}
 }
 
 // loggingChanges wraps the fn of r as one unit of work of the change log:
@@ -176,26 +298,29 @@ func (p *project) loggingChanges(r *writeRequest, fn func(c *conn) error) func(c
 	}
 }
 
-// runHolding runs every queued write with the writer, which the caller
-// took (p.wsem), and gives it back, even when a write's runner panics.
+// runHolding runs the next writes queued (see writeQueue.next) with the
+// writer, which the caller took (p.wsem), and gives it back, even when a
+// write's runner panics.
 func (p *project) runHolding() {
 	defer func() { <-p.wsem }()
 	p.runQueued()
 }
 
-// runQueued runs every queued write, holding the writer. A panic that
+// runQueued runs the next writes queued, holding the writer. A panic that
 // escapes a group (see runGroup) goes on after the writes taken but not
-// yet run have failed, so that none waits for ever.
+// yet run, and those queued, have failed: none waits for ever, and none
+// runs on a connection in a state the panic left unknown, nor without its
+// caller, should the runner's own write be among them.
 func (p *project) runQueued() {
 	// Handlers about to submit a write get to queue it first and share
 	// this group's commit: with the cores busy, groups were about two
 	// writes, and every commit costs its pages' WAL writes and locks.
 	runtime.Gosched()
-	taken := p.wq.take()
+	taken := p.wq.next(p.store.opts.MaxWriteGroup)
 	reqs := taken
 	defer func() {
 		if v := recover(); v != nil {
-			for _, r := range reqs {
+			for _, r := range append(reqs, p.wq.takeAll()...) {
 				r.err = errGroupFailed
 				close(r.done)
 			}
@@ -219,6 +344,7 @@ func (p *project) runQueued() {
 		switch {
 		case group[0].alone:
 			p.runAlone(group[0])
+			p.wq.ranAlone()
 		case n == 1:
 			p.runSingle(group[0])
 		default:

@@ -316,3 +316,91 @@ func TestWritesAreAcknowledgedIffCommitted(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteQueueOrder: while no write alone waits, the queue is taken
+// whole, in order; with writes alone, they are taken one at a time, that
+// of the caller whose last write alone ran longest ago first (the oldest
+// among equals), and the ordinary writes at the head of the queue, or
+// that waited for a write alone, before them.
+func TestWriteQueueOrder(t *testing.T) {
+	is := is.New(t)
+	var q writeQueue
+	names := map[*writeRequest]string{}
+	add := func(name string, caller int64, alone bool) {
+		ctx := context.Background()
+		if caller != 0 {
+			ctx = WithCaller(ctx, Caller{TokenID: caller})
+		}
+		r := &writeRequest{ctx: ctx, alone: alone}
+		names[r] = name
+		q.add(r)
+	}
+	next := func() string { // as runQueued
+		var out []string
+		reqs := q.next(2)
+		for _, r := range reqs {
+			out = append(out, names[r])
+		}
+		if len(reqs) == 1 && reqs[0].alone {
+			q.ranAlone()
+		}
+		return fmt.Sprint(out)
+	}
+	add("w1", 1, false)
+	add("w2", 2, false)
+	add("w3", 0, false)
+	is.Equal(next(), "[w1 w2 w3]") // whole, in order
+
+	add("w4", 2, false)
+	add("a1", 1, true)
+	add("w5", 2, false)
+	add("a2", 1, true)
+	add("b1", 2, true)
+	add("w6", 1, false)
+	add("w7", 0, false)
+	add("c1", 0, true)
+	is.Equal(next(), "[w4]")    // the head
+	is.Equal(next(), "[a1]")    // none ran alone yet: the oldest
+	is.Equal(next(), "[w5 w6]") // they waited for a1; at most 2
+	is.Equal(next(), "[w7]")    //
+	is.Equal(next(), "[b1]")    // 2 and 0 ran none alone: 2's is older
+	is.Equal(next(), "[c1]")    // 0 ran none
+	add("w8", 0, false)         // behind a2, queued when none ran
+	add("d1", 5, true)
+	is.Equal(next(), "[d1]") // 5 ran none; w8 waited for none
+	is.Equal(next(), "[w8]") // it waited for d1
+	is.Equal(next(), "[a2]")
+	add("b2", 2, true)
+	add("a3", 1, true)
+	add("c2", 0, true)
+	is.Equal(next(), "[b2]") // 2 ran longest ago: b1, then c1, d1 and a2
+	is.Equal(next(), "[c2]")
+	is.Equal(next(), "[a3]")
+	is.Equal(next(), "[]")
+	is.Equal(q.alone, 0)
+
+	// A write removed from the line is not taken; callers are remembered
+	// as far as maxServedCallers.
+	for i := range maxServedCallers + 1 {
+		add(fmt.Sprint("x", i), int64(10+i), true)
+	}
+	for i := range maxServedCallers + 1 {
+		is.Equal(next(), fmt.Sprintf("[x%d]", i))
+	}
+	is.Equal(len(q.served), maxServedCallers)
+	add("x0again", 10, true) // forgotten: as one that ran none
+	add("x1again", 11, true)
+	add("x16again", 26, true)
+	add("y", 99, true)
+	is.Equal(next(), "[x0again]")
+	for r, name := range names {
+		if name == "y" {
+			is.True(q.remove(r))
+			is.True(!q.remove(r))
+		}
+	}
+	is.Equal(next(), "[x1again]")
+	is.Equal(next(), "[x16again]")
+	is.Equal(next(), "[]")
+	is.Equal(q.alone, 0)
+}
