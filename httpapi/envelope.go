@@ -370,11 +370,13 @@ const streamChunk = 32 << 10
 // is read, streamChunk at a time, so that an answer of any size takes one
 // chunk of memory. Its errors answer with the error envelope while nothing
 // has been written; once the answer has started, the response is aborted
-// instead (see fail).
+// instead (see fail). Each chunk is written under a deadline of its own
+// (see writeDeadline).
 type dataStream struct {
 	h       *Handler
 	w       http.ResponseWriter
 	x       *exchange
+	wd      writeDeadline
 	buf     *bytes.Buffer // the data appended and not yet written
 	started bool          // the status and some of the body are written
 	failed  bool          // a write failed: the client is gone
@@ -383,7 +385,7 @@ type dataStream struct {
 // streamData starts a success envelope; append its data to d.buf, call
 // d.flush as it grows, then d.end. Call d.close once done.
 func (h *Handler) streamData(w http.ResponseWriter, x *exchange) *dataStream {
-	d := &dataStream{h: h, w: w, x: x, buf: h.getBody()}
+	d := &dataStream{h: h, w: w, x: x, wd: h.writeDeadline(w), buf: h.getBody()}
 	d.buf.WriteString(`{"ok":true,"data":`)
 	return d
 }
@@ -402,6 +404,7 @@ func (d *dataStream) flush(all bool) bool {
 		d.w.WriteHeader(http.StatusOK)
 		d.started = true
 	}
+	d.wd.extend()
 	if _, err := d.w.Write(d.buf.Bytes()); err != nil {
 		d.failed = true
 		return false

@@ -79,8 +79,9 @@ type Options struct {
 	// StreamWriteTimeout bounds each write of a change stream: a client
 	// that does not take its events within it is disconnected (and
 	// resumes with Last-Event-ID). It bounds each 64 KiB of an export
-	// download too, in place of the server's WriteTimeout, which would
-	// cut a large file short. Zero: 30s.
+	// download too, and each 32 KiB of a list of tokens, in place of the
+	// server's WriteTimeout, which would cut a large answer short. Zero:
+	// 30s.
 	StreamWriteTimeout time.Duration
 }
 

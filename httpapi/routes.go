@@ -498,7 +498,7 @@ func (h *Handler) downloadExport(ctx context.Context, w http.ResponseWriter, r *
 			r.Header.Set("Range", rh)
 		}
 	}
-	dw := &downloadWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: h.opts.StreamWriteTimeout}
+	dw := &downloadWriter{ResponseWriter: w, writeDeadline: h.writeDeadline(w)}
 	http.ServeContent(dw, r, "", exp.CreatedAt.Time, f)
 	if dw.refused {
 		// ServeContent's own 416 is text: the envelope instead, with
@@ -513,16 +513,12 @@ func (h *Handler) downloadExport(ctx context.Context, w http.ResponseWriter, r *
 const downloadChunk = 64 << 10
 
 // downloadWriter is what http.ServeContent sends an export's file through.
-// Each chunk of the file is written under its own deadline
-// (Options.StreamWriteTimeout), as a change stream's events are: the
-// server's WriteTimeout, which bounds a whole answer, would cut a large
-// file short however fast the client reads. A 416 answer's status and
-// text body are held back, and refused set, for the handler to answer the
-// envelope.
+// Each chunk of the file is written under its own deadline (see
+// writeDeadline). A 416 answer's status and text body are held back, and
+// refused set, for the handler to answer the envelope.
 type downloadWriter struct {
 	http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
+	writeDeadline
 	refused bool
 }
 
@@ -557,10 +553,24 @@ func (d *downloadWriter) ReadFrom(r io.Reader) (n int64, err error) {
 	}
 }
 
+// writeDeadline gives each write of a long answer (an export's file, a
+// long list of tokens) a deadline of its own, Options.StreamWriteTimeout,
+// as a change stream's events have: the server's WriteTimeout, which
+// bounds a whole answer, would cut a large one short however fast the
+// client reads.
+type writeDeadline struct {
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (h *Handler) writeDeadline(w http.ResponseWriter) writeDeadline {
+	return writeDeadline{rc: http.NewResponseController(w), timeout: h.opts.StreamWriteTimeout}
+}
+
 // extend sets the deadline of the next write; a writer without deadlines
 // (http.ErrNotSupported) writes without one. net/http takes the deadline
 // off the connection once the answer is sent.
-func (d *downloadWriter) extend() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
+func (d writeDeadline) extend() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
 
 // Unwrap gives http.ResponseController the underlying writer.
 func (d *downloadWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }

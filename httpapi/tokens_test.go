@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"github.com/ncruces/go-sqlite3"
@@ -96,4 +98,46 @@ func TestListTokensFailingAfterTheAnswerStarted(t *testing.T) {
 	failTokensFrom(t, raw, 2) // the first page
 	failed := a.must(a.do("GET", "/projects/acme/auth/tokens", a.admin, ""), 500, "internal_error")
 	is.True(!strings.Contains(string(failed.Body), "session"))
+}
+
+// TestListTokensOutlastsServerWriteTimeout: a list of tokens that takes
+// longer than the server's WriteTimeout to write, to a client that takes
+// every part in time, arrives whole, as an export's download does: the
+// timeout bounds each write of the answer, not the whole answer.
+func TestListTokensOutlastsServerWriteTimeout(t *testing.T) {
+	is := is.New(t)
+	a := newAPI(t, nil)
+	pdtest.Exec(t, pdtest.Raw(t, a.dir, "acme"), `INSERT INTO _pd_tokens (name, role, secret_sha256, created_at)
+		SELECT printf('%.*c', 1000, 'n'), 'read', randomblob(32), (SELECT created_at FROM _pd_tokens WHERE id = 1)
+		FROM generate_series(1, 24000)`) // about 25 MB of answer
+
+	srv := httptest.NewUnstartedServer(a.h)
+	srv.Config.WriteTimeout = 200 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	req, err := http.NewRequest("GET", srv.URL+"/projects/acme/auth/tokens", nil)
+	is.NoErr(err)
+	req.Header.Set("Authorization", "Bearer "+a.admin)
+	res, err := http.DefaultClient.Do(req)
+	is.NoErr(err)
+	defer res.Body.Close()
+	is.Equal(res.StatusCode, 200)
+	var body bytes.Buffer
+	buf := make([]byte, 1<<20)
+	for {
+		time.Sleep(50 * time.Millisecond) // a reader slower than the timeout, in all
+		n, err := io.ReadFull(res.Body, buf)
+		body.Write(buf[:n])
+		if err != nil {
+			is.True(err == io.EOF || err == io.ErrUnexpectedEOF)
+			break
+		}
+	}
+	var env struct {
+		Data struct {
+			Tokens []projectdata.Token `json:"tokens"`
+		} `json:"data"`
+	}
+	is.NoErr(json.Unmarshal(body.Bytes(), &env))
+	is.Equal(len(env.Data.Tokens), 24000+3)
 }
