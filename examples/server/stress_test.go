@@ -99,7 +99,7 @@ func (l *stressServerLog) read(r io.Reader) {
 // resources issue (items 1 to 7) at once against one server process (this
 // package's serve command, default options), while a well-behaved client
 // reads by id and inserts, in turn, in the attacked project and another
-// one. It asserts that no answer is a 5xx but a 503 with Retry-After, that
+// one, each with a token of its own (the attacks use the admin's). It asserts that no answer is a 5xx but a 503 with Retry-After, that
 // only the attacked project's well-behaved client may see 503s, and that
 // the server logged no error; it reports the server's peak RSS and each
 // well-behaved client's latencies. Quick and light by default; -stress=60s
@@ -168,7 +168,7 @@ func TestStressBoundedResources(t *testing.T) {
 	// each on its own connection, made before the attack starts.
 	for name, slug := range map[string]string{"same": "acme", "other": "other"} {
 		client := &http.Client{}
-		if status, _, err := send(client, "GET", "/projects/"+slug+"/records/items/1", tokens[slug], nil); err != nil || status != 200 {
+		if status, _, err := send(client, "GET", "/projects/"+slug+"/records/items/1", tokens[slug+" own"], nil); err != nil || status != 200 {
 			t.Fatalf("%s project before the attack: %d %v", name, status, err)
 		}
 		wg.Go(func() {
@@ -179,7 +179,7 @@ func TestStressBoundedResources(t *testing.T) {
 					method, path, body = "POST", "/projects/"+slug+"/records/items", []byte(`{"name":"well-behaved","n":1}`)
 				}
 				start := time.Now()
-				status, retryAfter, err := send(client, method, path, tokens[slug], body)
+				status, retryAfter, err := send(client, method, path, tokens[slug+" own"], body)
 				if err != nil {
 					if ctx.Err() == nil {
 						tally.fail(err)
@@ -299,7 +299,7 @@ func TestStressBoundedResources(t *testing.T) {
 // stressData creates, in the data folder dir, projects acme and other,
 // each with table items of 1,000 rows, and in acme table lt of rows of 1 MB
 // (quick run) or 8 MB (full strength) of <. It returns each project's
-// admin token.
+// admin token, and by "SLUG own" a write token of each.
 func stressData(t *testing.T, dir string, strength int) map[string]string {
 	t.Helper()
 	store, err := projectdata.Open(dir, nil)
@@ -315,6 +315,12 @@ func stressData(t *testing.T, dir string, strength int) map[string]string {
 			t.Fatal(err)
 		}
 		tokens[slug] = tok.Token
+		// The well-behaved clients' own tokens (the attacks use the admin's).
+		own, err := store.CreateToken(ctx, slug, projectdata.NewToken{Name: "well-behaved"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[slug+" own"] = own.Token
 		if _, _, err := store.CreateTable(ctx, slug, projectdata.TableDef{Name: "items", Columns: []projectdata.ColumnDef{{Name: "name"}, {Name: "n", Type: "INTEGER"}}}); err != nil {
 			t.Fatal(err)
 		}
