@@ -4,8 +4,11 @@ import (
 	"encoding/binary"
 	"net/url"
 	"sync"
+	"syscall"
 
+	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/vfs"
+	"github.com/pkg/errors"
 )
 
 // walBufferVFSName is the SQLite VFS that project databases are opened
@@ -121,6 +124,17 @@ func (f *walFile) flush() error {
 	if cap(f.buf) > maxWALBuffer {
 		f.buf = nil
 	}
+	return diskFull(err)
+}
+
+// diskFull tags err, a failure to write the WAL, as SQLite's "database or
+// disk is full" when the file system is out of room, as SQLite's own VFS
+// does: the driver's reports any failed write as "disk I/O error", which
+// left an operator to guess.
+func diskFull(err error) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return vfs.SystemError(err, sqlite3.FULL)
+	}
 	return err
 }
 
@@ -135,14 +149,14 @@ func (f *walFile) Truncate(size int64) error {
 	if err := f.flush(); err != nil {
 		return err
 	}
-	return f.File.Truncate(size)
+	return diskFull(f.File.Truncate(size))
 }
 
 func (f *walFile) Sync(flags vfs.SyncFlag) error {
 	if err := f.flush(); err != nil {
 		return err
 	}
-	return f.File.Sync(flags)
+	return diskFull(f.File.Sync(flags))
 }
 
 func (f *walFile) Size() (int64, error) {
