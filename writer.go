@@ -232,11 +232,12 @@ func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool
 	r := &writeRequest{ctx: ctx, alone: alone, budget: budget, done: make(chan struct{})}
 	r.fn = p.loggingChanges(r, fn)
 	p.wq.add(r)
+	queued := time.Now()
 	if tryEnter(p.wsem) {
 		p.runHolding()
 	}
 	if !r.ran() {
-		if err := p.awaitWrite(ctx, r); err != nil {
+		if err := p.awaitWrite(ctx, r, queued); err != nil {
 			return err
 		}
 	}
@@ -252,37 +253,42 @@ func (p *project) submit(ctx context.Context, fn func(c *conn) error, alone bool
 	return r.err
 }
 
-// awaitWrite waits until r, queued, is taken by a runner: this one, each
-// time it gets the writer, or another. It returns ctx's error, or
-// ErrServerBusy after Options.QueueTimeout, when r was still in the queue
-// (and so is not anymore). The wait is counted in the Store's Stats.
-func (p *project) awaitWrite(ctx context.Context, r *writeRequest) error {
-	start := time.Now()
+// awaitWrite waits until r, queued at queued, is taken by a runner: this
+// one, each time it gets the writer, or another. It returns ctx's error,
+// or ErrServerBusy once r has been queued Options.QueueTimeout, when r was
+// still in the queue (and so is not anymore); time spent running others'
+// writes counts. The wait is counted in the Store's Stats.
+func (p *project) awaitWrite(ctx context.Context, r *writeRequest, queued time.Time) error {
 	defer func() {
 		p.store.queue.waits.Add(1)
-		p.store.queue.nanos.Add(int64(time.Since(start)))
+		p.store.queue.nanos.Add(int64(time.Since(queued)))
 	}()
-	t := time.NewTimer(p.store.opts.QueueTimeout)
+	timeout := p.store.opts.QueueTimeout
+	t := time.NewTimer(timeout - time.Since(queued))
 	defer t.Stop()
-	for {
+	for time.Since(queued) < timeout {
 		select {
 		case p.wsem <- struct{}{}:
 			p.runHolding()
-			if !r.ran() {
-				continue
+			if r.ran() {
+				return nil
 			}
+			continue
 		case <-r.done:
+			return nil
 		case <-ctx.Done():
 			if p.wq.remove(r) {
 				return ctx.Err()
 			}
+			return nil
 		case <-t.C:
-			if p.wq.remove(r) {
-				return errorf(ErrServerBusy, "project %q is busy: the writer did not come free within %s; retry", p.slug, p.store.opts.QueueTimeout)
-			}
 		}
-		return nil
+		break
 	}
+	if p.wq.remove(r) {
+		return errorf(ErrServerBusy, "project %q is busy: the writer did not come free within %s; retry", p.slug, timeout)
+	}
+	return nil // taken meanwhile
 }
 
 // loggingChanges wraps the fn of r as one unit of work of the change log:

@@ -404,3 +404,27 @@ func TestWriteQueueOrder(t *testing.T) {
 	is.Equal(next(), "[]")
 	is.Equal(q.alone, 0)
 }
+
+// TestRunnerWaitsNoLongerThanQueueTimeout: a write whose caller got the
+// writer, but ran another caller's write alone with it (the one whose
+// turn it was), still waits at most Options.QueueTimeout for its own: past
+// it, it fails with ErrServerBusy rather than run late.
+func TestRunnerWaitsNoLongerThanQueueTimeout(t *testing.T) {
+	is := is.New(t)
+	w := newWriterTest(t)
+	w.s.opts.QueueTimeout = 50 * time.Millisecond
+	a := WithCaller(context.Background(), Caller{TokenID: 1})
+	is.NoErr(w.p.writeAlone(a, insert("first"))) // a had its turn
+
+	other := &writeRequest{ctx: WithCaller(context.Background(), Caller{TokenID: 2}), alone: true, done: make(chan struct{})}
+	other.fn = func(c *conn) error {
+		time.Sleep(200 * time.Millisecond) // past a's QueueTimeout
+		return insert("other")(c)
+	}
+	w.p.wq.add(other) // queued, its caller waiting elsewhere
+	err := w.p.writeAlone(a, insert("late"))
+	is.Equal(ErrorCode(err), ErrServerBusy)
+	<-other.done
+	is.NoErr(other.err)
+	is.Equal(w.values(t), []string{"first", "other"})
+}
