@@ -17,21 +17,40 @@ import (
 // share before reading it and gives it back when it ends, and waits in
 // turn (first come, first served, so that small bodies do not starve big
 // ones) when the budget is spent.
+//
+// One token, and one project, hold at most a part of the budget
+// (Options.MaxBodyBytesPerToken, MaxBodyBytesPerProject): else a client
+// that sends a few large bodies slowly would hold all of it, and every
+// other client's writes, in every project, would wait and fail. A request
+// past its token's or its project's part waits for their own requests to
+// end, and the requests behind it do not wait for it.
 type bodyBudget struct {
-	mu      sync.Mutex
-	free    int64
-	size    int64
-	waiters list.List // *bodyWaiter, in arrival order
+	mu         sync.Mutex
+	free       int64
+	size       int64
+	perToken   int64
+	perProject int64
+	byToken    map[bodyHolder]int64 // bytes held, by token; tokens holding none are not kept
+	byProject  map[string]int64     // bytes held, by project; likewise
+	waiters    list.List            // *bodyWaiter, in arrival order
+}
+
+// bodyHolder is the token a share is taken for: token ids are a project's.
+type bodyHolder struct {
+	project string
+	token   int64
 }
 
 // bodyWaiter is a request waiting for its share.
 type bodyWaiter struct {
+	who   bodyHolder
 	n     int64
 	ready chan struct{} // closed when the share is taken for it
 }
 
-func newBodyBudget(size int64) *bodyBudget {
-	return &bodyBudget{free: size, size: size}
+func newBodyBudget(size, perToken, perProject int64) *bodyBudget {
+	return &bodyBudget{free: size, size: size, perToken: perToken, perProject: perProject,
+		byToken: make(map[bodyHolder]int64), byProject: make(map[string]int64)}
 }
 
 // bodyShare is what a request takes of the budget: the bytes its body may
@@ -42,24 +61,29 @@ func (h *Handler) bodyShare(r *http.Request) int64 {
 	if n < 0 || n > h.opts.MaxBodyBytes {
 		n = h.opts.MaxBodyBytes // a longer body is refused at MaxBodyBytes+1
 	}
-	return min(n, h.bodyRoom.size)
+	return min(n, h.bodyRoom.size, h.bodyRoom.perToken, h.bodyRoom.perProject)
 }
 
-// acquire takes n bytes of the budget, waiting up to wait, or until ctx
-// ends, for earlier requests to give theirs back: then it fails with
-// ErrServerBusy (or ctx's error) and takes nothing.
-func (b *bodyBudget) acquire(ctx context.Context, n int64, wait time.Duration) error {
+// acquire takes n bytes of the budget for the caller ctx carries, waiting
+// up to wait, or until ctx ends, for earlier requests to give theirs back:
+// then it fails with ErrServerBusy (or ctx's error) and takes nothing.
+// Give the share back with release.
+func (b *bodyBudget) acquire(ctx context.Context, n int64, wait time.Duration) (bodyHolder, error) {
+	c, _ := projectdata.CallerFrom(ctx)
+	who := bodyHolder{c.Project, c.TokenID}
 	if n == 0 {
-		return nil
+		return who, nil
 	}
+	w := &bodyWaiter{who: who, n: n}
 	b.mu.Lock()
-	if b.waiters.Len() == 0 && b.free >= n {
-		b.free -= n
+	if b.waiters.Len() == 0 && b.fits(w) {
+		b.take(w)
 		b.mu.Unlock()
-		return nil
+		return who, nil
 	}
-	w := &bodyWaiter{n: n, ready: make(chan struct{})}
+	w.ready = make(chan struct{})
 	e := b.waiters.PushBack(w)
+	b.grant() // it may fit where the waiters ahead of it wait for their own
 	b.mu.Unlock()
 
 	t := time.NewTimer(wait)
@@ -67,45 +91,79 @@ func (b *bodyBudget) acquire(ctx context.Context, n int64, wait time.Duration) e
 	var err error
 	select {
 	case <-w.ready:
-		return nil
+		return who, nil
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-t.C:
-		err = errorf(projectdata.ErrServerBusy, "the server is reading as many request bodies as it may at once; retry")
+		err = errorf(projectdata.ErrServerBusy, "the server is reading as many request bodies as it may at once, or as this token or project may; retry")
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	select {
 	case <-w.ready: // granted meanwhile: give it back
-		b.free += n
+		b.giveBack(who, n)
 	default:
 		b.waiters.Remove(e)
 	}
 	b.grant() // the head may have left: the next ones may fit
-	return err
+	return who, err
 }
 
-// release gives back n bytes taken by acquire.
-func (b *bodyBudget) release(n int64) {
+// release gives back n bytes that acquire took for who.
+func (b *bodyBudget) release(who bodyHolder, n int64) {
 	if n == 0 {
 		return
 	}
 	b.mu.Lock()
-	b.free += n
+	b.giveBack(who, n)
 	b.grant()
 	b.mu.Unlock()
 }
 
-// grant takes their shares for the waiters at the head of the queue that
-// fit. b.mu is held.
+// capped reports whether w's token or project would hold more than its
+// part with w's share. b.mu is held.
+func (b *bodyBudget) capped(w *bodyWaiter) bool {
+	return b.byToken[w.who]+w.n > b.perToken || b.byProject[w.who.project]+w.n > b.perProject
+}
+
+// fits reports whether w's share can be taken now. b.mu is held.
+func (b *bodyBudget) fits(w *bodyWaiter) bool { return w.n <= b.free && !b.capped(w) }
+
+// take takes w's share. b.mu is held.
+func (b *bodyBudget) take(w *bodyWaiter) {
+	b.free -= w.n
+	b.byToken[w.who] += w.n
+	b.byProject[w.who.project] += w.n
+}
+
+// giveBack gives back n bytes held by who. b.mu is held.
+func (b *bodyBudget) giveBack(who bodyHolder, n int64) {
+	b.free += n
+	if b.byToken[who] -= n; b.byToken[who] <= 0 {
+		delete(b.byToken, who)
+	}
+	if b.byProject[who.project] -= n; b.byProject[who.project] <= 0 {
+		delete(b.byProject, who.project)
+	}
+}
+
+// grant takes their shares for the waiters that fit, in arrival order: a
+// waiter past its token's or project's part is passed over (it waits for
+// their own requests), and the first that waits for room stops the
+// grants, so that small bodies do not starve big ones. b.mu is held.
 func (b *bodyBudget) grant() {
-	for e := b.waiters.Front(); e != nil; e = b.waiters.Front() {
+	for e := b.waiters.Front(); e != nil; {
+		next := e.Next()
 		w := e.Value.(*bodyWaiter)
-		if w.n > b.free {
+		switch {
+		case b.capped(w):
+		case w.n > b.free:
 			return
+		default:
+			b.take(w)
+			b.waiters.Remove(e)
+			close(w.ready)
 		}
-		b.free -= w.n
-		b.waiters.Remove(e)
-		close(w.ready)
+		e = next
 	}
 }

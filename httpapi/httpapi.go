@@ -55,7 +55,19 @@ type Options struct {
 	// Decoded and bound, a body takes two to three times its bytes. Zero:
 	// 16 × MaxBodyBytes (128 MiB).
 	MaxBodyBytesInFlight int64
-	// BodyWait bounds the wait for room under MaxBodyBytesInFlight. Zero: 2s.
+	// MaxBodyBytesPerToken bounds the part of MaxBodyBytesInFlight that
+	// one token's requests hold at once, so that a client sending large
+	// bodies slowly cannot hold all of it: a request past it waits for the
+	// token's own requests, up to BodyWait, and the requests of other
+	// tokens go past it. Zero: a quarter of MaxBodyBytesInFlight (32 MiB),
+	// at least MaxBodyBytes.
+	MaxBodyBytesPerToken int64
+	// MaxBodyBytesPerProject bounds, likewise, the part that the requests
+	// of one project's tokens hold at once. Zero: half of
+	// MaxBodyBytesInFlight (64 MiB), at least MaxBodyBytes.
+	MaxBodyBytesPerProject int64
+	// BodyWait bounds the wait for room under MaxBodyBytesInFlight (and
+	// the parts above). Zero: 2s.
 	BodyWait time.Duration
 	// Now returns the time for meta.generated_at. Zero: time.Now.
 	Now func() time.Time
@@ -116,6 +128,12 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 	if o.MaxBodyBytesInFlight <= 0 {
 		o.MaxBodyBytesInFlight = 16 * o.MaxBodyBytes
 	}
+	if o.MaxBodyBytesPerToken <= 0 {
+		o.MaxBodyBytesPerToken = max(o.MaxBodyBytesInFlight/4, o.MaxBodyBytes)
+	}
+	if o.MaxBodyBytesPerProject <= 0 {
+		o.MaxBodyBytesPerProject = max(o.MaxBodyBytesInFlight/2, o.MaxBodyBytes)
+	}
 	if o.BodyWait <= 0 {
 		o.BodyWait = 2 * time.Second
 	}
@@ -129,7 +147,7 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 		o.StreamWriteTimeout = 30 * time.Second
 	}
 	o.BasePath = strings.TrimSuffix(o.BasePath, "/")
-	h := &Handler{store: store, log: o.Logger, opts: o, origins: newOriginSet(o.AllowedOrigins), streamsDone: make(chan struct{}), bodyRoom: newBodyBudget(o.MaxBodyBytesInFlight)}
+	h := &Handler{store: store, log: o.Logger, opts: o, origins: newOriginSet(o.AllowedOrigins), streamsDone: make(chan struct{}), bodyRoom: newBodyBudget(o.MaxBodyBytesInFlight, o.MaxBodyBytesPerToken, o.MaxBodyBytesPerProject)}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -404,8 +422,9 @@ func (h *Handler) guard(route string, op projectdata.Operation, serve func(conte
 		}
 		if share := h.bodyShare(r); err == nil && share > 0 {
 			// Taken once the caller is known, before the body is read.
-			if err = h.bodyRoom.acquire(r.Context(), share, h.opts.BodyWait); err == nil {
-				defer h.bodyRoom.release(share)
+			var who bodyHolder
+			if who, err = h.bodyRoom.acquire(ctx, share, h.opts.BodyWait); err == nil {
+				defer h.bodyRoom.release(who, share)
 			}
 		}
 		if err == nil {

@@ -49,6 +49,8 @@ var serviceLimitNames = []serviceLimit{
 	{"max-streams-per-token", "change streams one token follows at once (MaxChangeStreamsPerToken; default 16)", intLimit(func(l *serviceLimits) *int { return &l.store.MaxChangeStreamsPerToken })},
 	{"max-body-bytes", "bytes of a request body (MaxBodyBytes; default 8 MiB)", int64Limit(func(l *serviceLimits) *int64 { return &l.api.MaxBodyBytes })},
 	{"max-body-bytes-in-flight", "bytes of the request bodies read at once (MaxBodyBytesInFlight; default 16 × max-body-bytes)", int64Limit(func(l *serviceLimits) *int64 { return &l.api.MaxBodyBytesInFlight })},
+	{"max-body-bytes-per-token", "part of max-body-bytes-in-flight one token holds (MaxBodyBytesPerToken; default a quarter)", int64Limit(func(l *serviceLimits) *int64 { return &l.api.MaxBodyBytesPerToken })},
+	{"max-body-bytes-per-project", "part of max-body-bytes-in-flight one project holds (MaxBodyBytesPerProject; default a half)", int64Limit(func(l *serviceLimits) *int64 { return &l.api.MaxBodyBytesPerProject })},
 	{"body-wait", "wait for room under max-body-bytes-in-flight before 503 (BodyWait; default 2s)", durationLimit(func(l *serviceLimits) *time.Duration { return &l.api.BodyWait })},
 	{"stream-write-timeout", "each write of a change stream or download (StreamWriteTimeout; default 30s)", durationLimit(func(l *serviceLimits) *time.Duration { return &l.api.StreamWriteTimeout })},
 }
