@@ -30,27 +30,33 @@ type bodyBudget struct {
 	size       int64
 	perToken   int64
 	perProject int64
-	byToken    map[bodyHolder]int64 // bytes held, by token; tokens holding none are not kept
-	byProject  map[string]int64     // bytes held, by project; likewise
-	waiters    list.List            // *bodyWaiter, in arrival order
+	byToken    map[tokenKey]int64 // bytes held, by token; tokens holding none are not kept
+	byProject  map[string]int64   // bytes held, by project; likewise
+	waiters    list.List          // *bodyWaiter, in arrival order
 }
 
-// bodyHolder is the token a share is taken for: token ids are a project's.
-type bodyHolder struct {
+// tokenKey is a token of a project: token ids are a project's.
+type tokenKey struct {
 	project string
 	token   int64
 }
 
+// tokenKeyOf is the token of the caller ctx carries.
+func tokenKeyOf(ctx context.Context) tokenKey {
+	c, _ := projectdata.CallerFrom(ctx)
+	return tokenKey{c.Project, c.TokenID}
+}
+
 // bodyWaiter is a request waiting for its share.
 type bodyWaiter struct {
-	who   bodyHolder
+	who   tokenKey
 	n     int64
 	ready chan struct{} // closed when the share is taken for it
 }
 
 func newBodyBudget(size, perToken, perProject int64) *bodyBudget {
 	return &bodyBudget{free: size, size: size, perToken: perToken, perProject: perProject,
-		byToken: make(map[bodyHolder]int64), byProject: make(map[string]int64)}
+		byToken: make(map[tokenKey]int64), byProject: make(map[string]int64)}
 }
 
 // bodyShare is what a request takes of the budget: the bytes its body may
@@ -68,9 +74,8 @@ func (h *Handler) bodyShare(r *http.Request) int64 {
 // up to wait, or until ctx ends, for earlier requests to give theirs back:
 // then it fails with ErrServerBusy (or ctx's error) and takes nothing.
 // Give the share back with release.
-func (b *bodyBudget) acquire(ctx context.Context, n int64, wait time.Duration) (bodyHolder, error) {
-	c, _ := projectdata.CallerFrom(ctx)
-	who := bodyHolder{c.Project, c.TokenID}
+func (b *bodyBudget) acquire(ctx context.Context, n int64, wait time.Duration) (tokenKey, error) {
+	who := tokenKeyOf(ctx)
 	if n == 0 {
 		return who, nil
 	}
@@ -110,7 +115,7 @@ func (b *bodyBudget) acquire(ctx context.Context, n int64, wait time.Duration) (
 }
 
 // release gives back n bytes that acquire took for who.
-func (b *bodyBudget) release(who bodyHolder, n int64) {
+func (b *bodyBudget) release(who tokenKey, n int64) {
 	if n == 0 {
 		return
 	}
@@ -137,7 +142,7 @@ func (b *bodyBudget) take(w *bodyWaiter) {
 }
 
 // giveBack gives back n bytes held by who. b.mu is held.
-func (b *bodyBudget) giveBack(who bodyHolder, n int64) {
+func (b *bodyBudget) giveBack(who tokenKey, n int64) {
 	b.free += n
 	if b.byToken[who] -= n; b.byToken[who] <= 0 {
 		delete(b.byToken, who)

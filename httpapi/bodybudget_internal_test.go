@@ -72,7 +72,7 @@ func TestBodyBudgetPartsPerTokenAndProject(t *testing.T) {
 		return projectdata.WithCaller(context.Background(), projectdata.Caller{Project: project, TokenID: token})
 	}
 	a1, a2, a3, o1 := as("acme", 1), as("acme", 2), as("acme", 3), as("other", 1)
-	take := func(ctx context.Context, n int64) bodyHolder {
+	take := func(ctx context.Context, n int64) tokenKey {
 		t.Helper()
 		who, err := b.acquire(ctx, n, time.Second)
 		is.NoErr(err)
@@ -103,7 +103,7 @@ func TestBodyBudgetPartsPerTokenAndProject(t *testing.T) {
 	b.release(first, 4)
 	is.Equal(<-got, "a1 more")
 	b.release(first, 1)
-	b.release(bodyHolder{"acme", 3}, 1)
+	b.release(tokenKey{"acme", 3}, 1)
 	b.release(other, 4)
 	is.Equal(b.free, b.size)
 	is.Equal(len(b.byToken), 0)

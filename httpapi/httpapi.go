@@ -95,6 +95,11 @@ type Options struct {
 	// server's WriteTimeout, which would cut a large answer short. Zero:
 	// 30s.
 	StreamWriteTimeout time.Duration
+	// MaxDownloadsPerToken bounds the export downloads one token runs at
+	// once: a download holds its connection for as long as its client
+	// reads, and the server serves a bounded number of connections. One
+	// more answers 503 server_busy with Retry-After. Zero: 16.
+	MaxDownloadsPerToken int
 }
 
 // Handler is the HTTP API. It is safe for concurrent use.
@@ -104,11 +109,12 @@ type Handler struct {
 	log    *slog.Logger
 	opts   Options
 
-	origins      originSet     // from Options.AllowedOrigins
-	shuttingDown atomic.Bool   // set by BeginShutdown
-	bodies       sync.Pool     // *bytes.Buffer for encoding responses
-	bodyRoom     *bodyBudget   // Options.MaxBodyBytesInFlight
-	streamsDone  chan struct{} // closed by CloseStreams
+	origins      originSet      // from Options.AllowedOrigins
+	shuttingDown atomic.Bool    // set by BeginShutdown
+	bodies       sync.Pool      // *bytes.Buffer for encoding responses
+	bodyRoom     *bodyBudget    // Options.MaxBodyBytesInFlight
+	downloads    downloadCounts // Options.MaxDownloadsPerToken
+	streamsDone  chan struct{}  // closed by CloseStreams
 	closeOnce    sync.Once
 	registered   []string // "METHOD /path" of every route, in order (register)
 }
@@ -145,6 +151,9 @@ func New(store *projectdata.Store, opts *Options) *Handler {
 	}
 	if o.StreamWriteTimeout <= 0 {
 		o.StreamWriteTimeout = 30 * time.Second
+	}
+	if o.MaxDownloadsPerToken <= 0 {
+		o.MaxDownloadsPerToken = 16
 	}
 	o.BasePath = strings.TrimSuffix(o.BasePath, "/")
 	h := &Handler{store: store, log: o.Logger, opts: o, origins: newOriginSet(o.AllowedOrigins), streamsDone: make(chan struct{}), bodyRoom: newBodyBudget(o.MaxBodyBytesInFlight, o.MaxBodyBytesPerToken, o.MaxBodyBytesPerProject)}
@@ -422,7 +431,7 @@ func (h *Handler) guard(route string, op projectdata.Operation, serve func(conte
 		}
 		if share := h.bodyShare(r); err == nil && share > 0 {
 			// Taken once the caller is known, before the body is read.
-			var who bodyHolder
+			var who tokenKey
 			if who, err = h.bodyRoom.acquire(ctx, share, h.opts.BodyWait); err == nil {
 				defer h.bodyRoom.release(who, share)
 			}

@@ -181,7 +181,7 @@ var apiRoutes = []apiRoute{
 		data: object(`"export"`, `"export":`+ref("Export")), codes: codes(tableCodes, []pd.Code{pd.ErrInvalidExportFormat, pd.ErrExportQuotaExceeded})},
 	{method: "DELETE", path: "/projects/{project}/exports/not-found", summary: "Forget exports whose files are gone", status: 200, write: true,
 		data: object(`"deleted_count","project","scope","status"`, `"deleted_count":`+intSchema, `"project":`+strSchema, `"scope":`+strSchema, `"status":`+strSchema)},
-	{method: "GET", path: "/projects/{project}/export/download/{export}", summary: "Download an export's file (ETag, conditional and range requests)", status: 200,
+	{method: "GET", path: "/projects/{project}/export/download/{export}", summary: "Download an export's file (ETag, conditional and range requests). A token runs a bounded number of downloads at once (16 by default): one more is 503 server_busy, with Retry-After", status: 200,
 		media: "*/*", ranges: true, codes: []pd.Code{pd.ErrExportNotFound, pd.ErrRangeNotSatisfiable}},
 
 	{method: "GET", path: "/projects/{project}/changes", summary: "List changes after a change id", status: 200,

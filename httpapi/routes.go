@@ -483,6 +483,11 @@ func (h *Handler) downloadExport(ctx context.Context, w http.ResponseWriter, r *
 		return err
 	}
 	defer f.Close()
+	end, err := h.downloads.start(ctx, h.opts.MaxDownloadsPerToken)
+	if err != nil {
+		return err
+	}
+	defer end()
 	w.Header().Set("Content-Type", exp.ContentType)
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": exp.DownloadName}))
 	w.Header().Set("ETag", `"`+exp.SHA256+`"`)

@@ -52,6 +52,7 @@ var serviceLimitNames = []serviceLimit{
 	{"max-body-bytes-per-token", "part of max-body-bytes-in-flight one token holds (MaxBodyBytesPerToken; default a quarter)", int64Limit(func(l *serviceLimits) *int64 { return &l.api.MaxBodyBytesPerToken })},
 	{"max-body-bytes-per-project", "part of max-body-bytes-in-flight one project holds (MaxBodyBytesPerProject; default a half)", int64Limit(func(l *serviceLimits) *int64 { return &l.api.MaxBodyBytesPerProject })},
 	{"body-wait", "wait for room under max-body-bytes-in-flight before 503 (BodyWait; default 2s)", durationLimit(func(l *serviceLimits) *time.Duration { return &l.api.BodyWait })},
+	{"max-downloads-per-token", "export downloads one token runs at once (MaxDownloadsPerToken; default 16)", intLimit(func(l *serviceLimits) *int { return &l.api.MaxDownloadsPerToken })},
 	{"stream-write-timeout", "each write of a change stream or download (StreamWriteTimeout; default 30s)", durationLimit(func(l *serviceLimits) *time.Duration { return &l.api.StreamWriteTimeout })},
 }
 
