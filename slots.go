@@ -2,6 +2,7 @@ package projectdata
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -18,7 +19,7 @@ import (
 type slots struct {
 	mu        sync.Mutex
 	free      int
-	held      map[int64]int // slots in use, by caller; callers holding none are not kept
+	held      map[int64]int // slots in use, by caller; callers holding none are kept up to keptCallers
 	waiting   []*slotWaiter // oldest first
 	waitingBy map[int64]int // len(waiting), by caller
 }
@@ -29,6 +30,9 @@ type slotWaiter struct {
 	granted bool          // the slot is the waiter's; guarded by slots.mu
 	ready   chan struct{} // closed once granted
 }
+
+// keptCallers bounds the callers holding no slot that slots keeps counts of.
+const keptCallers = 64
 
 func newSlots(n int) *slots {
 	return &slots{free: n, held: make(map[int64]int), waitingBy: make(map[int64]int)}
@@ -102,10 +106,13 @@ func (s *slots) take(ctx context.Context, caller int64, timeout time.Duration, e
 func (s *slots) give(caller int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n := s.held[caller] - 1; n > 0 {
-		s.held[caller] = n
-	} else {
-		delete(s.held, caller)
+	s.held[caller]--
+	if len(s.held) > keptCallers {
+		// Callers holding none are kept (a delete and an insert for each
+		// operation of the one caller of most projects cost more than the
+		// rest of the slot), up to here; those holding some are at most
+		// the slots' number.
+		maps.DeleteFunc(s.held, func(_ int64, n int) bool { return n == 0 })
 	}
 	if len(s.waiting) == 0 {
 		s.free++

@@ -88,7 +88,7 @@ func TestSlotsGoToTheCallerHoldingFewest(t *testing.T) {
 	sl.give(a)
 	sl.give(a)
 	is.Equal(sl.free, 2)
-	is.Equal(len(sl.held), 0)
+	is.Equal(holding(sl), 0)
 	is.Equal(len(sl.waitingBy), 0)
 }
 
@@ -109,11 +109,39 @@ func TestSlotsWaitIsBounded(t *testing.T) {
 	is.Equal(len(sl.waitingBy), 0)
 	sl.give(1)
 	is.Equal(sl.free, 1)
-	is.Equal(len(sl.held), 0)
+	is.Equal(holding(sl), 0)
 }
 
 func waitersOf(sl *slots) []*slotWaiter {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	return slices.Clone(sl.waiting)
+}
+
+// holding is how many callers hold slots of sl.
+func holding(sl *slots) int {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	n := 0
+	for _, h := range sl.held {
+		if h > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSlotsForgetIdleCallers: the counts of callers holding no slot are
+// kept up to keptCallers, then forgotten.
+func TestSlotsForgetIdleCallers(t *testing.T) {
+	is := is.New(t)
+	sl := newSlots(2)
+	is.True(sl.tryTake(-1)) // held throughout
+	for caller := range int64(keptCallers * 3) {
+		is.True(sl.tryTake(caller))
+		sl.give(caller)
+		is.True(len(sl.held) <= keptCallers+1)
+	}
+	is.Equal(holding(sl), 1)
+	is.Equal(sl.held[-1], 1)
 }
