@@ -79,14 +79,13 @@ func (b *bodyBudget) acquire(ctx context.Context, n int64, wait time.Duration) (
 	if n == 0 {
 		return who, nil
 	}
-	w := &bodyWaiter{who: who, n: n}
 	b.mu.Lock()
-	if b.waiters.Len() == 0 && b.fits(w) {
-		b.take(w)
+	if b.waiters.Len() == 0 && n <= b.free && !b.capped(who, n) {
+		b.take(who, n)
 		b.mu.Unlock()
 		return who, nil
 	}
-	w.ready = make(chan struct{})
+	w := &bodyWaiter{who: who, n: n, ready: make(chan struct{})}
 	e := b.waiters.PushBack(w)
 	b.grant() // it may fit where the waiters ahead of it wait for their own
 	b.mu.Unlock()
@@ -125,20 +124,17 @@ func (b *bodyBudget) release(who tokenKey, n int64) {
 	b.mu.Unlock()
 }
 
-// capped reports whether w's token or project would hold more than its
-// part with w's share. b.mu is held.
-func (b *bodyBudget) capped(w *bodyWaiter) bool {
-	return b.byToken[w.who]+w.n > b.perToken || b.byProject[w.who.project]+w.n > b.perProject
+// capped reports whether who's token or project would hold more than its
+// part with n bytes more. b.mu is held.
+func (b *bodyBudget) capped(who tokenKey, n int64) bool {
+	return b.byToken[who]+n > b.perToken || b.byProject[who.project]+n > b.perProject
 }
 
-// fits reports whether w's share can be taken now. b.mu is held.
-func (b *bodyBudget) fits(w *bodyWaiter) bool { return w.n <= b.free && !b.capped(w) }
-
-// take takes w's share. b.mu is held.
-func (b *bodyBudget) take(w *bodyWaiter) {
-	b.free -= w.n
-	b.byToken[w.who] += w.n
-	b.byProject[w.who.project] += w.n
+// take takes n bytes for who. b.mu is held.
+func (b *bodyBudget) take(who tokenKey, n int64) {
+	b.free -= n
+	b.byToken[who] += n
+	b.byProject[who.project] += n
 }
 
 // giveBack gives back n bytes held by who. b.mu is held.
@@ -161,11 +157,11 @@ func (b *bodyBudget) grant() {
 		next := e.Next()
 		w := e.Value.(*bodyWaiter)
 		switch {
-		case b.capped(w):
+		case b.capped(w.who, w.n):
 		case w.n > b.free:
 			return
 		default:
-			b.take(w)
+			b.take(w.who, w.n)
 			b.waiters.Remove(e)
 			close(w.ready)
 		}
