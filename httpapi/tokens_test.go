@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/matryer/is"
 	"github.com/ncruces/go-sqlite3"
@@ -111,33 +109,13 @@ func TestListTokensOutlastsServerWriteTimeout(t *testing.T) {
 		SELECT printf('%.*c', 1000, 'n'), 'read', randomblob(32), (SELECT created_at FROM _pd_tokens WHERE id = 1)
 		FROM generate_series(1, 24000)`) // about 25 MB of answer
 
-	srv := httptest.NewUnstartedServer(a.h)
-	srv.Config.WriteTimeout = 200 * time.Millisecond
-	srv.Start()
-	defer srv.Close()
-	req, err := http.NewRequest("GET", srv.URL+"/projects/acme/auth/tokens", nil)
-	is.NoErr(err)
-	req.Header.Set("Authorization", "Bearer "+a.admin)
-	res, err := http.DefaultClient.Do(req)
-	is.NoErr(err)
-	defer res.Body.Close()
-	is.Equal(res.StatusCode, 200)
-	var body bytes.Buffer
-	buf := make([]byte, 1<<20)
-	for {
-		time.Sleep(50 * time.Millisecond) // a reader slower than the timeout, in all
-		n, err := io.ReadFull(res.Body, buf)
-		body.Write(buf[:n])
-		if err != nil {
-			is.True(err == io.EOF || err == io.ErrUnexpectedEOF)
-			break
-		}
-	}
+	status, body := slowRead(t, a, "/projects/acme/auth/tokens", a.admin)
+	is.Equal(status, 200)
 	var env struct {
 		Data struct {
 			Tokens []projectdata.Token `json:"tokens"`
 		} `json:"data"`
 	}
-	is.NoErr(json.Unmarshal(body.Bytes(), &env))
+	is.NoErr(json.Unmarshal(body, &env))
 	is.Equal(len(env.Data.Tokens), 24000+3)
 }
