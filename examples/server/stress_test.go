@@ -96,20 +96,21 @@ func (l *stressServerLog) read(r io.Reader) {
 }
 
 // TestStressBoundedResources runs the hostile clients of the bounded-
-// resources issue (items 1 to 7) at once against one server process (this
-// package's serve command, default options), while a well-behaved client
-// reads by id and inserts, in turn, in the attacked project and another
-// one, each with a token of its own (the attacks use the admin's). It asserts that no answer is a 5xx but a 503 with Retry-After, that
-// only the attacked project's well-behaved client may see 503s, and that
-// the server logged no error; it reports the server's peak RSS and each
-// well-behaved client's latencies. Quick and light by default; -stress=60s
-// runs it at full strength (the flag after the package: go test -run
-// TestStressBoundedResources -timeout 10m -v ./examples/server
-// -stress=60s).
+// resources issue (items 1 to 7, and 8: large bodies sent slowly) at once
+// against one server process (this package's serve command, default
+// options), while a well-behaved client reads by id and inserts, in turn,
+// in the attacked project and another one, each with a token of its own
+// (the attacks use the admin's). It asserts that no answer is a 5xx but a
+// 503 with Retry-After, that only the attacked project's well-behaved
+// client may see 503s, and that the server logged no error; it reports
+// the server's peak RSS and each well-behaved client's latencies. Quick
+// and light by default; -stress=60s runs it at full strength (the flag
+// after the package: go test -run TestStressBoundedResources -timeout 10m
+// -v ./examples/server -stress=60s).
 func TestStressBoundedResources(t *testing.T) {
 	duration, strength := *stressDuration, 4
 	if duration == 0 {
-		duration, strength = 2*time.Second, 1
+		duration, strength = 4*time.Second, 1 // longer than BodyWait (2 s), for item 8
 	}
 	dir := filepath.Join(t.TempDir(), "data")
 	tokens := stressData(t, dir, strength)
@@ -249,6 +250,30 @@ func TestStressBoundedResources(t *testing.T) {
 		})
 	}
 
+	// Item 8: large bodies sent slowly, each holding its share of the
+	// request-body budget for as long as the server reads it: 20 of 8 MiB
+	// claim more than the whole budget (128 MiB).
+	var slowBodies atomic.Int64
+	for range 20 * strength {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					continue
+				}
+				slowBodies.Add(1)
+				fmt.Fprintf(c, "POST /projects/acme/records/items HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n[", tokens["acme"], 8<<20)
+				for ctx.Err() == nil {
+					time.Sleep(100 * time.Millisecond)
+					if _, err := c.Write([]byte(strings.Repeat(`{"name":"slow"},`, 64))); err != nil {
+						break // the server gave up on it
+					}
+				}
+				c.Close()
+			}
+		})
+	}
+
 	wg.Wait()
 	rss := procStatus(cmd.Process.Pid, "VmHWM")
 	for _, c := range idle {
@@ -263,6 +288,7 @@ func TestStressBoundedResources(t *testing.T) {
 		return true
 	})
 	t.Logf("attack 5: %d idle connections, %d bodies abandoned; the server logged %d client_aborted, lines by level %v", len(idle), abandoned.Load(), serverLog.aborted, serverLog.levels)
+	t.Logf("attack 8: %d slow bodies of 8 MiB", slowBodies.Load())
 	for _, name := range []string{"same", "other"} {
 		tally := tallies[name]
 		t.Logf("well-behaved client, %s project: %d requests, statuses %v, p50 %s, p99 %s, max %s",
