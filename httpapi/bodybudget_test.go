@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/projectdata/projectdata"
 	"github.com/projectdata/projectdata/httpapi"
+	"github.com/projectdata/projectdata/internal/pdtest"
 )
 
 // TestBodiesInFlightAreBounded: requests whose bodies are being read hold
@@ -112,4 +114,31 @@ func TestBodiesInFlightOfOneTokenAreBounded(t *testing.T) {
 		h.finish(t)
 	}
 	a.must(a.do("POST", "/projects/acme/records/t", tok.Token, `{"n":"now"}`), 201, "")
+}
+
+// TestAccessLogSaysWhyItWasBusy: the access log line of a 503 carries its
+// message, which tells the bound or queue that refused it, and the lines
+// of other answers carry none.
+func TestAccessLogSaysWhyItWasBusy(t *testing.T) {
+	is := is.New(t)
+	var log pdtest.LockedBuffer
+	a := newAPI(t, &httpapi.Options{MaxBodyBytes: 1024, MaxBodyBytesInFlight: 1024, BodyWait: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewJSONHandler(&log, nil))})
+	a.must(a.do("POST", "/projects/acme/table", a.admin, `{"table_name":"t","columns":[{"column_name":"n"}]}`), 201, "")
+	held := holdBody(t, a, "acme", a.write)
+	a.must(a.do("POST", "/projects/acme/records/t", a.admin, `{"n":"late"}`), 503, "server_busy")
+	a.must(a.do("POST", "/projects/acme/records/t", a.read, `{"n":"refused"}`), 403, "permission_denied")
+	held.finish(t)
+
+	var busy []string
+	for line := range strings.Lines(log.String()) {
+		var m map[string]any
+		is.NoErr(json.Unmarshal([]byte(line), &m))
+		if why, ok := m["busy"].(string); ok && m["msg"] == "request" {
+			is.Equal(m["status"], float64(503))
+			busy = append(busy, why)
+		}
+	}
+	is.Equal(len(busy), 1)
+	is.True(strings.HasPrefix(busy[0], "the server is reading as many request bodies as it may at once")) // busy[0]
 }

@@ -131,6 +131,10 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
+		// Which bound or queue refused it (readers, writer, bodies,
+		// downloads, streams, SQLite's heap, a lock another process holds)
+		// is in its message, which holds no data of the request's.
+		noteBusy(w, msg)
 	}
 	noteCode(w, code)
 	h.writeEnvelope(w, x, status, envelope{Error: &errorBody{Code: code, Message: msg}})

@@ -43,7 +43,8 @@ import (
 // field, mean the documented default.
 type Options struct {
 	// Logger receives one access log line per request and the details of
-	// internal errors; never a token. Zero: discard.
+	// internal errors; never a token. The line of a 503 says, as "busy",
+	// which bound or queue refused it (its message). Zero: discard.
 	Logger *slog.Logger
 	// MaxBodyBytes bounds a request body (payload_too_large). Zero: 8 MiB.
 	MaxBodyBytes int64
@@ -240,6 +241,7 @@ type statusRecorder struct {
 	route   string           // the route's pattern; "" when none matched
 	code    projectdata.Code // the error code; "" on success
 	tokenID int64            // the caller's token id; 0 before authentication
+	busy    string           // why a 503 was answered: its message, for the access log
 	aborted bool             // the answer started and failed: ServeHTTP aborts it
 }
 

@@ -54,7 +54,7 @@ func (h *Handler) observe(rec *statusRecorder, r *http.Request, d time.Duration)
 	if !h.log.Enabled(r.Context(), slog.LevelInfo) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 9)
+	attrs := make([]slog.Attr, 0, 10)
 	attrs = append(attrs,
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
@@ -71,10 +71,13 @@ func (h *Handler) observe(rec *statusRecorder, r *http.Request, d time.Duration)
 	if rec.tokenID != 0 {
 		attrs = append(attrs, slog.Int64("token_id", rec.tokenID))
 	}
+	if rec.busy != "" {
+		attrs = append(attrs, slog.String("busy", rec.busy))
+	}
 	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 }
 
-// noteRoute, noteCode and noteTokenID tell the access log and the metrics
+// noteRoute, noteCode, noteBusy and noteTokenID tell the access log and the metrics
 // what the router and the handlers learned of the request; w is the
 // Handler's own statusRecorder.
 func noteRoute(w http.ResponseWriter, route string) {
@@ -86,6 +89,12 @@ func noteRoute(w http.ResponseWriter, route string) {
 func noteCode(w http.ResponseWriter, code projectdata.Code) {
 	if rec, ok := w.(*statusRecorder); ok {
 		rec.code = code
+	}
+}
+
+func noteBusy(w http.ResponseWriter, why string) {
+	if rec, ok := w.(*statusRecorder); ok {
+		rec.busy = why
 	}
 }
 
