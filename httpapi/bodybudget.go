@@ -61,7 +61,8 @@ func newBodyBudget(size, perToken, perProject int64) *bodyBudget {
 
 // bodyShare is what a request takes of the budget: the bytes its body may
 // hold (its Content-Length, or MaxBodyBytes when unknown), none without
-// a body, at most the whole budget.
+// a body, at most the whole budget and a token's and a project's part of
+// it (else it would never fit).
 func (h *Handler) bodyShare(r *http.Request) int64 {
 	n := r.ContentLength
 	if n < 0 || n > h.opts.MaxBodyBytes {
