@@ -17,11 +17,10 @@ import (
 // its own requests, and another caller's request gets the next slot that
 // comes free, instead of the queue's end.
 type slots struct {
-	mu        sync.Mutex
-	free      int
-	held      map[int64]int // slots in use, by caller; callers holding none are kept up to keptCallers
-	waiting   []*slotWaiter // oldest first
-	waitingBy map[int64]int // len(waiting), by caller
+	mu      sync.Mutex
+	free    int
+	held    map[int64]int // slots in use, by caller; callers holding none are kept up to keptCallers
+	waiting []*slotWaiter // oldest first
 }
 
 // slotWaiter is an operation waiting for a slot.
@@ -35,7 +34,7 @@ type slotWaiter struct {
 const keptCallers = 64
 
 func newSlots(n int) *slots {
-	return &slots{free: n, held: make(map[int64]int), waitingBy: make(map[int64]int)}
+	return &slots{free: n, held: make(map[int64]int)}
 }
 
 // callerOf names the caller that ctx carries for slots: its token, or 0
@@ -72,7 +71,6 @@ func (s *slots) take(ctx context.Context, caller int64, timeout time.Duration, e
 	}
 	w := &slotWaiter{caller: caller, ready: make(chan struct{})}
 	s.waiting = append(s.waiting, w)
-	s.waitingBy[caller]++
 	s.mu.Unlock()
 
 	t := time.NewTimer(timeout)
@@ -128,16 +126,15 @@ func (s *slots) give(caller int64) {
 // next returns the waiter that a slot coming free goes to: of the callers
 // that hold the fewest slots, the one waiting longest.
 func (s *slots) next() *slotWaiter {
-	if len(s.waitingBy) == 1 { // one caller waits: its oldest
-		return s.waiting[0]
-	}
 	best, bestHeld := s.waiting[0], s.held[s.waiting[0].caller]
 	seen := best.caller
 	for _, w := range s.waiting[1:] {
 		if bestHeld == 0 {
 			break // none holds fewer
 		}
-		if w.caller == seen { // a later waiter of the caller just weighed
+		if w.caller == seen {
+			// A later waiter of the caller just weighed: a line of one
+			// caller's waiters costs no lookup.
 			continue
 		}
 		seen = w.caller
@@ -153,12 +150,7 @@ func (s *slots) removeWaiter(w *slotWaiter) {
 	for i, x := range s.waiting {
 		if x == w {
 			s.waiting = slices.Delete(s.waiting, i, i+1)
-			break
+			return
 		}
-	}
-	if n := s.waitingBy[w.caller] - 1; n > 0 {
-		s.waitingBy[w.caller] = n
-	} else {
-		delete(s.waitingBy, w.caller)
 	}
 }

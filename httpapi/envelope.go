@@ -389,7 +389,7 @@ type dataStream struct {
 // streamData starts a success envelope; append its data to d.buf, call
 // d.flush as it grows, then d.end. Call d.close once done.
 func (h *Handler) streamData(w http.ResponseWriter, x *exchange) *dataStream {
-	d := &dataStream{h: h, w: w, x: x, wd: h.writeDeadline(w), buf: h.getBody()}
+	d := &dataStream{h: h, w: w, x: x, wd: h.chunkDeadline(w), buf: h.getBody()}
 	d.buf.WriteString(`{"ok":true,"data":`)
 	return d
 }

@@ -503,7 +503,7 @@ func (h *Handler) downloadExport(ctx context.Context, w http.ResponseWriter, r *
 			r.Header.Set("Range", rh)
 		}
 	}
-	dw := &downloadWriter{ResponseWriter: w, writeDeadline: h.writeDeadline(w)}
+	dw := &downloadWriter{ResponseWriter: w, writeDeadline: h.chunkDeadline(w)}
 	http.ServeContent(dw, r, "", exp.CreatedAt.Time, f)
 	if dw.refused {
 		// ServeContent's own 416 is text: the envelope instead, with
@@ -568,7 +568,8 @@ type writeDeadline struct {
 	timeout time.Duration
 }
 
-func (h *Handler) writeDeadline(w http.ResponseWriter) writeDeadline {
+// chunkDeadline is the writeDeadline of an answer written to w.
+func (h *Handler) chunkDeadline(w http.ResponseWriter) writeDeadline {
 	return writeDeadline{rc: http.NewResponseController(w), timeout: h.opts.StreamWriteTimeout}
 }
 
