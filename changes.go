@@ -356,7 +356,7 @@ const (
 func (s *Store) pruneChanges(ctx context.Context, p *project) (int, error) {
 	cutoff := formatTime(s.now().Add(-s.opts.ChangeRetention))
 	// A point read first tells whether the oldest record (never the newest) is
-	// due, so that a log with nothing to prune never takes the writer.
+	// due, so that a log with nothing to prune never waits for the writer.
 	due := false
 	err := p.readPoint(ctx, func(c *conn) error {
 		_, err := c.queryRow(`SELECT at < ? FROM _pd_changes WHERE last_id < (SELECT max(last_id) FROM _pd_changes) ORDER BY last_id LIMIT 1`,

@@ -49,6 +49,9 @@ type project struct {
 	psem  *slots // holds point; one slot
 	esem  *slots // one slot per export running (exportRead)
 	point *conn  // read-only connection of point reads (readPoint); nil until used
+	// pointOpened is set once point has been opened: until then point
+	// reads run on the writer when it is free.
+	pointOpened atomic.Bool
 
 	rsem     *slots // one slot per reader in use
 	rmu      sync.Mutex

@@ -461,7 +461,7 @@ func (s *Store) pruneAnswersSoon(p *project) {
 func pruneAnswers(p *project, now time.Time) error {
 	ctx := context.Background()
 	// A point read first tells whether any of the oldest answers has
-	// expired, so that pruning takes the writer only when there is
+	// expired, so that pruning waits for the writer only when there is
 	// something to delete.
 	var expired bool
 	err := p.readPoint(ctx, func(c *conn) (err error) {

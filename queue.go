@@ -68,6 +68,32 @@ func tryEnter(sem chan struct{}) bool {
 	}
 }
 
+// readOnWriter runs fn, which only reads, on the writer if the writer is
+// free now (see readPoint), outside a transaction, and reports whether it
+// ran. A trap of the writer there is handled as in a write.
+func (p *project) readOnWriter(ctx context.Context, fn func(c *conn) error) (ran bool, err error) {
+	if !tryEnter(p.wsem) {
+		return false, nil
+	}
+	defer func() { <-p.wsem }()
+	if p.faulted.Load() { // the writer's instance is gone (see writerTrapped)
+		return false, nil
+	}
+	c := p.writer
+	defer func() {
+		if v := recover(); v != nil {
+			if !isTrap(v) {
+				panic(v)
+			}
+			p.writerTrapped(c)
+			ran, err = true, errWriterFault(p.slug)
+		}
+	}()
+	old := c.db.SetInterrupt(ctx)
+	defer c.db.SetInterrupt(old)
+	return true, fn(c)
+}
+
 // tryWrite runs fn as write does if the writer is free now, and the
 // database's write lock too, and reports whether it ran: for work that is
 // skipped rather than waited for. It waits neither for this Store's writes
@@ -107,7 +133,17 @@ func (p *project) tryWrite(ctx context.Context, fn func(c *conn) error) (bool, e
 // the queries that hold the readers, nor behind the writer, and takes no
 // reader from them. Its reads are point reads, so one connection serves
 // them in turn.
+//
+// That connection is opened the first time the writer is busy: until then
+// fn runs on the writer, which it does not wait for (see readOnWriter). A
+// request with a made-up token on a project it opened thus opens one
+// connection, not two, and a project whose tokens stay cached needs none.
 func (p *project) readPoint(ctx context.Context, fn func(c *conn) error) (err error) {
+	if !p.pointOpened.Load() {
+		if ran, err := p.readOnWriter(ctx, fn); ran {
+			return err
+		}
+	}
 	caller, err := p.enter(ctx, p.psem, "point-read connection")
 	if err != nil {
 		return err
@@ -119,6 +155,7 @@ func (p *project) readPoint(ctx context.Context, fn func(c *conn) error) (err er
 			return err
 		}
 		p.point = c
+		p.pointOpened.Store(true)
 	}
 	c := p.point
 	old := c.db.SetInterrupt(ctx)

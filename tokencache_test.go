@@ -1,6 +1,7 @@
 package projectdata_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -84,5 +85,36 @@ func TestTokenCache(t *testing.T) {
 			}
 		}
 		pdtest.Code(t, err, projectdata.ErrInvalidToken) // within about a second of the wall clock
+	})
+}
+
+// BenchmarkMadeUpToken: a made-up token on a project that is not open
+// (eight projects in turn, four open at most: each check opens one and
+// closes another), against the same on an open project.
+func BenchmarkMadeUpToken(b *testing.B) {
+	s, _ := pdtest.Open(b, &projectdata.Options{MaxOpenProjects: 4})
+	const projects = 8
+	for i := range projects {
+		if _, _, err := s.CreateProject(ctx, fmt.Sprintf("p%d", i), "P"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	check := func(b *testing.B, slug string) {
+		_, err := s.Authenticate(ctx, slug, "pat_made_up_secret_0123456789")
+		if projectdata.ErrorCode(err) != projectdata.ErrInvalidToken {
+			b.Fatal(err)
+		}
+	}
+	b.Run("not_open", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			check(b, fmt.Sprintf("p%d", i%projects))
+			i++
+		}
+	})
+	b.Run("open", func(b *testing.B) {
+		for b.Loop() {
+			check(b, "p0")
+		}
 	})
 }

@@ -30,7 +30,7 @@ func likeBomb(c *conn) error {
 }
 
 // TestTrappedWriterReopensTheProject traps the writer in each way a write
-// runs (alone, single, in a group) and checks that the trap fails the
+// runs (alone, single, in a group), and in a point read, and checks that the trap fails the
 // writes that shared its transaction with server_busy, that the project
 // goes on writing, opened anew, and that nothing of the failed writes was
 // stored.
@@ -38,10 +38,17 @@ func TestTrappedWriterReopensTheProject(t *testing.T) {
 	ctx := context.Background()
 	defer func(v bool) { verifyChangeLog = v }(verifyChangeLog)
 	verifyChangeLog = false // the writes insert with SQL of their own, outside the change log
-	for _, how := range []string{"Alone", "Single", "Group"} {
+	for _, how := range []string{"Alone", "Single", "Group", "PointRead"} {
 		t.Run(how, func(t *testing.T) {
 			is := is.New(t)
-			s := itemsStore(t, nil)
+			var opts *Options
+			if how == "PointRead" {
+				// Without the change log's prune, whose point read, on
+				// the writer then, could find the writer busy with
+				// this one's and open the point-read connection.
+				opts = &Options{changeLogOff: true}
+			}
+			s := itemsStore(t, opts)
 			_, err := s.Insert(ctx, "acme", "items", []Row{{"name": "kept"}})
 			is.NoErr(err)
 			p, err := s.acquire(ctx, "acme")
@@ -95,6 +102,12 @@ func TestTrappedWriterReopensTheProject(t *testing.T) {
 				for _, err := range errs {
 					is.Equal(ErrorCode(err), ErrServerBusy)
 				}
+			case "PointRead":
+				// Before the point-read connection is opened, point reads
+				// run on the writer.
+				err = p.readPoint(ctx, likeBomb)
+				is.Equal(ErrorCode(err), ErrServerBusy)
+				is.True(p.point == nil)
 			}
 			is.True(p.faulted.Load())
 			err = p.write(ctx, insert) // the faulted project fails fast

@@ -48,10 +48,14 @@ func TestTrappedReaderGivesItsFilesBack(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(*list.Total, int64(2))
 
-	// The point-read connection too.
+	// The point-read connection too, which point reads open while the
+	// writer is busy.
+	p.wsem <- struct{}{}
 	err = p.readPoint(ctx, likeBomb)
+	<-p.wsem
 	is.Equal(err, errReaderTrap)
 	is.True(p.point == nil)
+	is.True(p.pointOpened.Load())
 	row, err := s.GetRecord(ctx, "acme", "items", 2)
 	is.NoErr(err)
 	is.Equal(row["name"], "b")
