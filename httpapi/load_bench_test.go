@@ -51,7 +51,8 @@ import (
 // bare_cpu_us are that CPU time per request of each side of a pair with the
 // bare handler. ns/op counts both sides of a pair. The last sub-benchmark
 // reports the process's resident memory after the run (server and
-// clients), and how much of it is Go's.
+// clients), how much of it is Go's, and how much is pages of files (the
+// test binary's code and data, SQLite's among them).
 
 var loadRounds = flag.Int("load.rounds", 1, "rounds of the load benchmark's workloads")
 
@@ -367,9 +368,11 @@ func BenchmarkLoad(b *testing.B) {
 	b.Run("rss", func(b *testing.B) {
 		for b.Loop() {
 		}
-		rss, hwm := memoryStatus()
+		rss, hwm, file := memoryStatus()
 		b.ReportMetric(rss, "MB_rss")
 		b.ReportMetric(hwm, "MB_peak")
+		// Of it, pages of files: the binary's code and data.
+		b.ReportMetric(file, "MB_rss_file")
 		// What of it is Go's: the heap in use, the heap free but not
 		// yet given back to the system, and goroutine stacks.
 		var ms runtime.MemStats
@@ -430,11 +433,12 @@ func (e *loadEnv) rawBatch() (err error) {
 }
 
 // memoryStatus returns the process's resident memory now and at its peak,
-// in MB, from /proc (zero where there is none).
-func memoryStatus() (rss, peak float64) {
+// and the part of it now that is pages of files, in MB, from /proc (zero
+// where there is none).
+func memoryStatus() (rss, peak, file float64) {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -452,7 +456,9 @@ func memoryStatus() (rss, peak float64) {
 			rss = kb / 1024
 		case "VmHWM":
 			peak = kb / 1024
+		case "RssFile":
+			file = kb / 1024
 		}
 	}
-	return rss, peak
+	return rss, peak, file
 }
