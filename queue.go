@@ -68,17 +68,28 @@ func tryEnter(sem chan struct{}) bool {
 	}
 }
 
+// tryHoldWriter takes the writer (p.wsem) if it is free now and usable:
+// not faulted, its instance gone (see writerTrapped). The caller gives it
+// back.
+func (p *project) tryHoldWriter() bool {
+	if !tryEnter(p.wsem) {
+		return false
+	}
+	if p.faulted.Load() {
+		<-p.wsem
+		return false
+	}
+	return true
+}
+
 // readOnWriter runs fn, which only reads, on the writer if the writer is
 // free now (see readPoint), outside a transaction, and reports whether it
 // ran. A trap of the writer there is handled as in a write.
 func (p *project) readOnWriter(ctx context.Context, fn func(c *conn) error) (ran bool, err error) {
-	if !tryEnter(p.wsem) {
+	if !p.tryHoldWriter() {
 		return false, nil
 	}
 	defer func() { <-p.wsem }()
-	if p.faulted.Load() { // the writer's instance is gone (see writerTrapped)
-		return false, nil
-	}
 	c := p.writer
 	defer func() {
 		if v := recover(); v != nil {
@@ -100,13 +111,10 @@ func (p *project) readOnWriter(ctx context.Context, fn func(c *conn) error) (ran
 // nor, through the busy timeout, for another connection's (another process
 // on the folder).
 func (p *project) tryWrite(ctx context.Context, fn func(c *conn) error) (bool, error) {
-	if !tryEnter(p.wsem) {
+	if !p.tryHoldWriter() {
 		return false, nil
 	}
 	defer func() { <-p.wsem }()
-	if p.faulted.Load() { // the writer's instance is gone (see writerTrapped)
-		return false, nil
-	}
 	w := p.writer
 	if err := w.db.BusyTimeout(0); err != nil {
 		return false, err
