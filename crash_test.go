@@ -41,10 +41,6 @@ func TestMain(m *testing.M) {
 		ddlCrashChild(dir)
 		os.Exit(0)
 	}
-	if args := os.Getenv(fileSizeChildEnv); args != "" {
-		fileSizeChild(args)
-		os.Exit(0)
-	}
 	if dir := os.Getenv(snapCrashChildEnv); dir != "" {
 		snapCrashChild(dir)
 		os.Exit(0)
