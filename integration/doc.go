@@ -9,5 +9,6 @@
 //	cd integration && go test ./...
 //
 // The first run downloads and builds both (about a minute each); later runs
-// reuse the binaries.
+// reuse the binaries. The tests run on Unix systems only: they stop and
+// kill the tools and the server with signals.
 package integration
