@@ -45,7 +45,7 @@ func TestBodiesInFlightAreBounded(t *testing.T) {
 // after its first bytes (see holdBody).
 type heldBody struct {
 	body *io.PipeWriter
-	code chan int
+	code <-chan int
 }
 
 // holdBody starts an insert of 1,024 bytes into table t of project with
@@ -59,12 +59,7 @@ func holdBody(t *testing.T, a *api, project, token string) heldBody {
 	req.ContentLength = 1024
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
-	code := make(chan int, 1)
-	go func() {
-		rec := httptest.NewRecorder()
-		a.h.ServeHTTP(rec, req)
-		code <- rec.Code
-	}()
+	code := a.serveInBackground(req)
 	if _, err := pw.Write([]byte(`{"n":"`)); err != nil { // returns once the handler reads it
 		t.Fatal(err)
 	}

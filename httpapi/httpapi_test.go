@@ -131,6 +131,19 @@ func (a *api) do(method, path, token, body string, headers ...string) response {
 	return res
 }
 
+// serveInBackground serves req in a goroutine of its own and sends its
+// status on the channel it returns, for a request that stays in flight
+// while the test goes on.
+func (a *api) serveInBackground(req *http.Request) <-chan int {
+	code := make(chan int, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		a.h.ServeHTTP(rec, req)
+		code <- rec.Code
+	}()
+	return code
+}
+
 // must fails the test unless the response has the status (and, on error,
 // the code).
 func (a *api) must(res response, status int, code string) response {

@@ -48,12 +48,7 @@ func TestBulkChangesOverWriteBudget(t *testing.T) {
 			req := httptest.NewRequestWithContext(rctx, change.method, "/projects/acme/records/big", body)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer "+admin)
-			bulk := make(chan int, 1)
-			go func() {
-				rec := httptest.NewRecorder()
-				a.h.ServeHTTP(rec, req)
-				bulk <- rec.Code
-			}()
+			bulk := a.serveInBackground(req)
 			<-reading
 			time.Sleep(20 * time.Millisecond) // the change is on the writer (its small body read at once)
 			a.must(a.do("POST", "/projects/acme/records/big", admin, `{"v":"inserted"}`), 201, "")
