@@ -12,14 +12,15 @@ import (
 // file (a checkpoint) by default inside the commit that takes the log past
 // 1,000 pages: that write, and every write queued behind it, waits for the
 // copy and its fsync. Instead, the writer's WAL hook wakes a goroutine of
-// the project that checkpoints on a connection of its own, PASSIVE: it
-// never waits for the writer or the readers, nor they for it. The log
-// starts over only once a checkpoint has copied all of it; a writer that
-// never pauses keeps it from catching up, so past twice that size (or
-// when the checkpointer's connection cannot be opened: no file descriptor
-// left) the writer checkpoints itself, as SQLite would have, when no
-// checkpoint is under way, and past four times that size after the one
-// under way.
+// the project (at that size, then each time the log has grown by a
+// quarter of it: see logGrew) that checkpoints on a connection of its
+// own, PASSIVE: it never waits for the writer or the readers, nor they
+// for it. The log starts over only once a checkpoint has copied all of
+// it; a writer that never pauses keeps it from catching up, so past twice
+// that size (or when the checkpointer's connection cannot be opened: no
+// file descriptor left) the writer checkpoints itself, as SQLite would
+// have, when no checkpoint is under way, and past four times that size
+// after the one under way.
 //
 // With Options.ReplicatorCheckpoints none of this runs: the replicator
 // checkpoints.
@@ -48,6 +49,7 @@ type checkpointer struct {
 	open   atomic.Bool   // the checkpointer's connection is open, for tests
 	opens  atomic.Int64  // connections opened, for tests
 
+	wokenAt    int          // the log's size (pages) at the writer's last wake; the writer's alone
 	lastCommit atomic.Int64 // when the writer last committed (Unix ns)
 	idleArmed  atomic.Bool  // afterCommits is due
 }
@@ -113,15 +115,33 @@ func (p *project) startCheckpointer() error {
 			k.mu.Unlock()
 			return nil
 		}
-		select {
-		case k.wake <- struct{}{}:
-		default: // already due
-		}
+		k.logGrew(pages)
 		return nil
 	})
 	p.ckpt = k
 	go k.run(p)
 	return nil
+}
+
+// logGrew wakes the checkpointer for a log of pages (at least
+// checkpointPages) once the log has grown by a quarter of checkpointPages
+// since the last wake, or has started over. A checkpoint copies what was
+// committed when it began; the writer goes on meanwhile, so the log is not
+// all copied when it ends. Woken by every commit then, the checkpointer
+// ran back to back, each run copying a few pages and paying two fsyncs:
+// 850 checkpoints a second under single-row inserts from 16 goroutines,
+// and 8% of the CPU of a single-row create over HTTP. At twice
+// checkpointPages the writer copies what is left itself (see
+// startCheckpointer), and the log starts over.
+func (k *checkpointer) logGrew(pages int) {
+	if pages >= k.wokenAt && pages < k.wokenAt+checkpointPages/4 {
+		return
+	}
+	k.wokenAt = pages
+	select {
+	case k.wake <- struct{}{}:
+	default: // already due
+	}
 }
 
 // checkpointerKeep is how long the checkpointer keeps its connection open

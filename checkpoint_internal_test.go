@@ -138,3 +138,24 @@ func TestReplicatorCheckpointsLeaveTheLog(t *testing.T) {
 		t.Fatal("checkpointed without the replicator")
 	}
 }
+
+// TestCheckpointerIsWokenAsTheLogGrows: past checkpointPages, the writer
+// wakes the checkpointer each time the log has grown by a quarter of that
+// size, not after every commit, and again once the log has started over.
+func TestCheckpointerIsWokenAsTheLogGrows(t *testing.T) {
+	is := is.New(t)
+	k := &checkpointer{wake: make(chan struct{}, 1)}
+	wakes := func(from, to int) (n int) {
+		for pages := from; pages < to; pages += 3 { // commits of 3 pages
+			k.logGrew(pages)
+			select {
+			case <-k.wake:
+				n++
+			default:
+			}
+		}
+		return n
+	}
+	is.Equal(wakes(checkpointPages, 2*checkpointPages), 4) // at 1,000, 1,250, 1,500 and 1,750 pages
+	is.Equal(wakes(checkpointPages, checkpointPages+3), 1) // the log started over, and grew again
+}
