@@ -134,8 +134,9 @@ type Options struct {
 	// competes with the replicator's own checkpoints. While the replicator
 	// is down the WAL grows until it is back. Zero (false): each project
 	// checkpoints its WAL in the background, without waiting for its
-	// readers or its writer, whenever it reaches 1,000 pages and 250 ms
-	// after its last write; its writer checkpoints itself past 2,000.
+	// readers or its writer, when it reaches 1,000 pages and each 250
+	// pages more, and 250 ms after its last write; its writer checkpoints
+	// itself past 2,000.
 	ReplicatorCheckpoints bool
 
 	changeLogOff bool          // benchmarks only: write no change log
