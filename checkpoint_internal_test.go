@@ -159,3 +159,35 @@ func TestCheckpointerIsWokenAsTheLogGrows(t *testing.T) {
 	is.Equal(wakes(checkpointPages, 2*checkpointPages), 4) // at 1,000, 1,250, 1,500 and 1,750 pages
 	is.Equal(wakes(checkpointPages, checkpointPages+3), 1) // the log started over, and grew again
 }
+
+// BenchmarkCheckpointsUnderInserts: single-row inserts from 8 goroutines
+// per core, as a busy project takes them. checkpoints/1k_inserts counts the
+// checkpointer's runs, wal_MB is the log file's size at the end.
+//
+//	go test . -run '^$' -bench CheckpointsUnderInserts -benchtime 300000x
+func BenchmarkCheckpointsUnderInserts(b *testing.B) {
+	s := itemsStore(b, nil)
+	ctx := context.Background()
+	var p *project
+	if err := s.withProject(ctx, "acme", "", func(q *project) error { p = q; return nil }); err != nil {
+		b.Fatal(err)
+	}
+	runs := p.ckpt.runs.Load()
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.Insert(ctx, "acme", "items", []Row{{"name": "x", "qty": 1}}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(p.ckpt.runs.Load()-runs)*1000/float64(b.N), "checkpoints/1k_inserts")
+	fi, err := os.Stat(p.dbPath() + "-wal")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(fi.Size())/(1<<20), "wal_MB")
+}
