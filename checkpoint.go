@@ -129,10 +129,11 @@ func (p *project) startCheckpointer() error {
 // committed when it began; the writer goes on meanwhile, so the log is not
 // all copied when it ends. Woken by every commit then, the checkpointer
 // ran back to back, each run copying a few pages and paying two fsyncs:
-// 850 checkpoints a second under single-row inserts from 16 goroutines,
-// and 8% of the CPU of a single-row create over HTTP. At twice
-// checkpointPages the writer copies what is left itself (see
-// startCheckpointer), and the log starts over.
+// about 1,000 checkpoints a second under single-row inserts from 16
+// goroutines (BenchmarkCheckpointsUnderInserts: 9 to 12 per 1,000
+// inserts, 0.75 now), and 8% of the CPU of a single-row create over
+// HTTP. At twice checkpointPages the writer copies what is left itself
+// (see startCheckpointer), and the log starts over.
 func (k *checkpointer) logGrew(pages int) {
 	if pages >= k.wokenAt && pages < k.wokenAt+checkpointPages/4 {
 		return
