@@ -48,6 +48,7 @@ type checkpointer struct {
 	runs   atomic.Int64  // checkpoints completed, for tests
 	open   atomic.Bool   // the checkpointer's connection is open, for tests
 	opens  atomic.Int64  // connections opened, for tests
+	wakes  atomic.Int64  // the writer's wakes (logGrew), for tests
 
 	wokenAt    int          // the log's size (pages) at the writer's last wake; the writer's alone
 	lastCommit atomic.Int64 // when the writer last committed (Unix ns)
@@ -139,6 +140,7 @@ func (k *checkpointer) logGrew(pages int) {
 		return
 	}
 	k.wokenAt = pages
+	k.wakes.Add(1)
 	select {
 	case k.wake <- struct{}{}:
 	default: // already due

@@ -160,6 +160,18 @@ func TestCheckpointerIsWokenAsTheLogGrows(t *testing.T) {
 	is.Equal(wakes(checkpointPages, checkpointPages+3), 1) // the log started over, and grew again
 }
 
+// TestCommitsWakeTheCheckpointerAsTheLogGrows: the writer's commits (about
+// 25 pages each, 3,000 in all) wake the checkpointer at most four times
+// each time the log grows from checkpointPages to twice that, not after
+// every commit past checkpointPages.
+func TestCommitsWakeTheCheckpointerAsTheLogGrows(t *testing.T) {
+	s := itemsStore(t, nil)
+	p := fillLog(t, s)
+	if wakes := p.ckpt.wakes.Load(); wakes == 0 || wakes > 12 {
+		t.Fatalf("the writer woke the checkpointer %d times for 3,000 pages of log", wakes)
+	}
+}
+
 // BenchmarkCheckpointsUnderInserts: single-row inserts from 8 goroutines
 // per core, as a busy project takes them. checkpoints/1k_inserts counts the
 // checkpointer's runs, wal_MB is the log file's size at the end.

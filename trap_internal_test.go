@@ -30,10 +30,10 @@ func likeBomb(c *conn) error {
 }
 
 // TestTrappedWriterReopensTheProject traps the writer in each way a write
-// runs (alone, single, in a group), and in a point read, and checks that the trap fails the
-// writes that shared its transaction with server_busy, that the project
-// goes on writing, opened anew, and that nothing of the failed writes was
-// stored.
+// runs (alone, single, in a group), and in a point read, and checks that
+// the trap fails the writes that shared its transaction with server_busy,
+// that the project goes on writing, opened anew, and that nothing of the
+// failed writes was stored.
 func TestTrappedWriterReopensTheProject(t *testing.T) {
 	ctx := context.Background()
 	defer func(v bool) { verifyChangeLog = v }(verifyChangeLog)
