@@ -268,3 +268,39 @@ func TestWhereReadersKeepTemporaryData(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestReadersRefuseWritesWithoutTheSandbox: a query's SQL is stopped by
+// the lexer (sqlguard) and by SQLite's authorizer (the query's sandbox).
+// Under both, a reader connection refuses to write whatever the SQL: its
+// file is opened read-only, temporary tables are refused too (query_only,
+// which refuses writes to the file as well), and no database can be
+// attached.
+func TestReadersRefuseWritesWithoutTheSandbox(t *testing.T) {
+	p, count := openTestProject(t)
+	err := p.read(context.Background(), func(c *conn) error {
+		if c.sandbox != nil {
+			t.Fatal("a reader outside a query has a sandbox")
+		}
+		for _, sql := range []string{
+			`INSERT INTO t (v) VALUES (1)`,
+			`CREATE TEMP TABLE scratch (x)`,
+			`CREATE TEMP VIEW scratch AS SELECT 1`,
+			`ATTACH ':memory:' AS other`,
+		} {
+			if err := c.exec(sql); err == nil {
+				t.Errorf("a reader ran %s", sql)
+			}
+		}
+		// Under query_only, the file itself: opened read-only.
+		if err := c.exec(`PRAGMA query_only=OFF`); err != nil {
+			return err
+		}
+		defer c.exec(`PRAGMA query_only=ON`)
+		if err := c.exec(`INSERT INTO t (v) VALUES (1)`); err == nil {
+			t.Error("a reader without query_only wrote to its file")
+		}
+		return nil
+	})
+	is.New(t).NoErr(err)
+	is.New(t).Equal(count(), 0)
+}
