@@ -12,7 +12,8 @@ import (
 // project's reads still run however long the exports take (they held a
 // reader each: a few large exports from one token made every other read of
 // the project wait, then fail with server_busy). An export more waits for
-// one to end, then fails with ErrServerBusy (503, Retry-After).
+// one to end, then fails with ErrServerBusy (503, Retry-After), which is
+// not stored under an idempotency key.
 func TestExportsLeaveTheReadersToReads(t *testing.T) {
 	ctx := context.Background()
 	const exports = 2
@@ -56,11 +57,20 @@ func TestExportsLeaveTheReadersToReads(t *testing.T) {
 	if _, err := s.CreateProjectExport(ctx, "acme"); ErrorCode(err) != ErrServerBusy {
 		t.Errorf("a project export past the bound: %v, want server_busy", err)
 	}
+	// server_busy is not an answer to store (CONTRACT §13): the retry of
+	// a keyed export refused so runs.
+	kctx := WithIdempotencyKey(ctx, "busy")
+	if _, err := s.CreateExport(kctx, "acme", "items", "csv"); ErrorCode(err) != ErrServerBusy {
+		t.Errorf("a keyed export past the bound: %v, want server_busy", err)
+	}
 
 	close(hold)
 	wg.Wait()
 	if e, err := s.CreateExport(ctx, "acme", "items", "csv"); err != nil || e.RowCount != 2 {
 		t.Errorf("an export once the others ended: %d rows, %v", e.RowCount, err)
+	}
+	if e, err := s.CreateExport(kctx, "acme", "items", "csv"); err != nil || e.RowCount != 2 {
+		t.Errorf("the keyed export's retry once the others ended: %d rows, %v", e.RowCount, err)
 	}
 	if _, err := s.CreateProjectExport(ctx, "acme"); err != nil {
 		t.Errorf("a project export once the others ended: %v", err)
