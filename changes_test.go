@@ -540,3 +540,34 @@ func TestChangePagesKeepToTheResultBudget(t *testing.T) {
 
 	is.Equal(<-followed, 21) // every change once (TestFeedReadsOnPastTheBudget: without waiting for a poll)
 }
+
+// TestChangePagesEndingOnARecord pages through a log of one-change
+// records (single-row inserts) with a limit of 2: each page after the
+// first starts just after the last change of a record, and must still hold
+// two changes, so that paging reads every change once. A query that also
+// read the record ending at after (it holds no change after it) would
+// give that record a place of the page's LIMIT, and next_after would then
+// jump past changes to the end of the log.
+func TestChangePagesEndingOnARecord(t *testing.T) {
+	is := is.New(t)
+	s, _ := pdtest.NewProject(t, nil)
+	createTable(t, s, "t", projectdata.ColumnDef{Name: "n", Type: "INTEGER"})
+	for i := range 5 {
+		_, err := s.Insert(ctx, "acme", "t", []projectdata.Row{{"n": i}})
+		is.NoErr(err)
+	}
+	var ids []int64
+	for after := int64(1); ; { // after the table's creation
+		page, err := s.ListChanges(ctx, "acme", projectdata.ChangeQuery{After: after, Limit: 2})
+		is.NoErr(err)
+		if len(page.Changes) == 0 {
+			break
+		}
+		is.True(len(page.Changes) == 2 || after == 5) // full but the last
+		for _, c := range page.Changes {
+			ids = append(ids, c.ID)
+		}
+		after = page.NextAfter
+	}
+	is.Equal(ids, []int64{2, 3, 4, 5, 6})
+}
