@@ -79,16 +79,25 @@ func TestChangeRetention(t *testing.T) {
 		break
 	}
 
+	// Changes younger than the retention are kept, newest or not.
+	clk.advance(45 * time.Minute)
+	_, err = s.Insert(ctx, "acme", "items", []Row{{"qty": -3}}) // change 1204
+	is.NoErr(err)
+	prune()
+	page, err = s.ListChanges(ctx, "acme", ChangeQuery{After: 1201})
+	is.NoErr(err) // 1202 and 1203, 45 minutes old, and 1204
+	is.Equal(len(page.Changes), 3)
+
 	clk.advance(2 * time.Hour)
 	prune()
 	last, err := s.LastChangeID(ctx, "acme")
 	is.NoErr(err)
-	is.Equal(last, int64(1203)) // the newest record is kept, so ids never go back
+	is.Equal(last, int64(1204)) // the newest record is kept, so ids never go back
 	_, err = s.Insert(ctx, "acme", "items", []Row{{"qty": 0}})
 	is.NoErr(err)
-	page, err = s.ListChanges(ctx, "acme", ChangeQuery{After: 1203})
+	page, err = s.ListChanges(ctx, "acme", ChangeQuery{After: 1204})
 	is.NoErr(err)
-	is.Equal(page.Changes[0].ID, int64(1204))
+	is.Equal(page.Changes[0].ID, int64(1205))
 }
 
 // TestChangePruneBatchesAreBoundedInBytes: a retention transaction
