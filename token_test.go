@@ -2,6 +2,7 @@ package projectdata_test
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -39,6 +40,33 @@ func TestCreateToken(t *testing.T) {
 		for _, name := range []string{"   ", "ci\nforged", "\x1b[2J", "a\u009bb"} {
 			_, err := s.CreateToken(ctx, "acme", projectdata.NewToken{Name: name})
 			pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+		}
+	})
+	t.Run("SecretsHold32RandomBytes", func(t *testing.T) {
+		// pat_ and 32 bytes in lower-case base32. Across 40 secrets, no
+		// byte is the same in all: a secret with fewer random bytes than
+		// it shows (the rest fixed) fails; 32 random bytes, about 32 times
+		// in 256^39.
+		is := is.New(t)
+		s, _ := pdtest.NewProject(t, nil)
+		var secrets [][]byte
+		for range 40 {
+			tok, err := s.CreateToken(ctx, "acme", projectdata.NewToken{})
+			is.NoErr(err)
+			is.True(strings.HasPrefix(tok.Token, "pat_"))
+			b, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(strings.ToUpper(tok.Token[4:]))
+			is.NoErr(err)
+			is.Equal(len(b), 32)
+			secrets = append(secrets, b)
+		}
+		for i := range 32 {
+			same := true
+			for _, b := range secrets[1:] {
+				same = same && b[i] == secrets[0][i]
+			}
+			if same {
+				t.Errorf("byte %d of every secret is %#x", i, secrets[0][i])
+			}
 		}
 	})
 	t.Run("KeepsOtherTokensValid", func(t *testing.T) {
