@@ -122,6 +122,7 @@ func TestExportDownloadRangeHeader(t *testing.T) {
 		{"SingleRangeIsPartial", []string{"Range", "bytes=8-15"}, 206, []string{whole[8:16]}, "bytes 8-15/" + size},
 		{"TwoRangesAreMultipart", []string{"Range", "bytes=0-1,4-5"}, 206, []string{whole[0:2], whole[4:6]}, ""},
 		{"SuffixRangeIsTheEnd", []string{"Range", "bytes=-3"}, 206, []string{whole[len(whole)-3:]}, fmt.Sprintf("bytes %d-%d/%s", len(whole)-3, len(whole)-1, size)},
+		{"SuffixPastTheStartIsTheWholeFile", []string{"Range", fmt.Sprintf("bytes=-%d", len(whole)+100)}, 206, []string{whole}, fmt.Sprintf("bytes 0-%d/%s", len(whole)-1, size)},
 		{"LastPastTheEndIsClamped", []string{"Range", "bytes=10-99999999999999999999"}, 206, []string{whole[10:]}, fmt.Sprintf("bytes 10-%d/%s", len(whole)-1, size)},
 		{"UnitIsCaseInsensitive", []string{"Range", "Bytes=0-1"}, 206, []string{whole[0:2]}, "bytes 0-1/" + size},
 		{"SixteenRangesArePartial", []string{"Range", ranges(16, oneByte)}, 206, strings.Split(whole[:16], ""), ""},
