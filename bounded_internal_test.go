@@ -170,9 +170,10 @@ func TestQueryMemoryIsGivenBack(t *testing.T) {
 
 func TestSQLiteMemoryIsCapped(t *testing.T) {
 	is := is.New(t)
-	// Three connections (writer, authentication, one reader) count 24 MiB:
-	// no room for a query that needs more than the usual heap.
-	s, _, _ := boundedStore(t, &Options{QueryMaxBytes: 1 << 30, MaxSQLiteMemory: 40 << 20})
+	// The open connections (the writer and a reader at least) count 8 MiB
+	// each: no room left for a query that needs more than the usual heap,
+	// though the 32 MiB it may use would fit in the cap alone.
+	s, _, _ := boundedStore(t, &Options{QueryMaxBytes: 1 << 30, MaxSQLiteMemory: 40 << 20, QueryMaxMemory: 32 << 20})
 	ctx := context.Background()
 	_, err := s.Query(ctx, "acme", QueryRequest{SQL: `SELECT length(printf('%.*c', 20000000, 'x'))`})
 	is.True(errors.Is(err, ErrServerBusy))
