@@ -180,10 +180,7 @@ func TestCommitsWakeTheCheckpointerAsTheLogGrows(t *testing.T) {
 func BenchmarkCheckpointsUnderInserts(b *testing.B) {
 	s := itemsStore(b, nil)
 	ctx := context.Background()
-	var p *project
-	if err := s.withProject(ctx, "acme", "", func(q *project) error { p = q; return nil }); err != nil {
-		b.Fatal(err)
-	}
+	p := acmeProject(b, s)
 	runs := p.ckpt.runs.Load()
 	b.SetParallelism(8)
 	b.ResetTimer()

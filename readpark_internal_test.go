@@ -56,7 +56,7 @@ func writeOnBoth(n int, s, other *Store, write func(w int, st *Store)) {
 }
 
 // acmeProject returns the open project acme of s.
-func acmeProject(t *testing.T, s *Store) *project {
+func acmeProject(t testing.TB, s *Store) *project {
 	t.Helper()
 	var p *project
 	is.New(t).NoErr(s.withProject(context.Background(), "acme", "", func(q *project) error { p = q; return nil }))
