@@ -3,6 +3,7 @@ package projectdata_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -246,7 +247,7 @@ func TestInsertResultAppendJSON(t *testing.T) {
 		{},
 		{Table: "items", InsertedIDs: []any{}},
 		{Table: `odd "<&>" é`, InsertedCount: 7, InsertedIDs: []any{
-			int64(1), int64(-9223372036854775808), "k\u2028<x>\"\\", "", 1.5, 1e21, 1e-7, -0.0, 0.0, nil, []byte("blob"), int(3), json.Number("12"),
+			int64(1), int64(-9223372036854775808), "k\u2028<x>\"\\", "", 1.5, 1e21, 1e-7, math.Copysign(0, -1), 0.0, nil, []byte("blob"), int(3), json.Number("12"),
 		}},
 	} {
 		want, err := json.Marshal(res)

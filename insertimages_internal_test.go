@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func imageInserts() []struct {
 			{"name": "x", "price": 3},
 			{"name": nil, "ratio": 1e21, "ok": false},
 			{"id": 200, "note": odd[3] + odd[4]},
-			{"qty": int64(-9223372036854775808), "price": 0.1, "ratio": -0.0, "num": 1.5},
+			{"qty": int64(-9223372036854775808), "price": 0.1, "ratio": math.Copysign(0, -1), "num": 1.5},
 			{},
 			{"note": nil, "price": nil, "num": "12"},
 		}},

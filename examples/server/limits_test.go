@@ -94,11 +94,11 @@ func TestServeLimitBoundsTheServer(t *testing.T) {
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(b)
 	}
-	status, body := send("POST", "/projects/acme/table", `{"table_name":"t","columns":[{"column_name":"v"}]}`)
+	status, _ := send("POST", "/projects/acme/table", `{"table_name":"t","columns":[{"column_name":"v"}]}`)
 	is.Equal(status, 201) // body
 	status, _ = send("POST", "/projects/acme/records/t", `[{"v":"a"},{"v":"b"}]`)
 	is.Equal(status, 201) // two rows: the limit
-	status, body = send("POST", "/projects/acme/records/t", `[{"v":"a"},{"v":"b"},{"v":"c"}]`)
+	status, body := send("POST", "/projects/acme/records/t", `[{"v":"a"},{"v":"b"},{"v":"c"}]`)
 	is.Equal(status, 413)
 	is.True(strings.Contains(body, `"too_many_rows"`))
 	status, body = send("POST", "/projects/acme/records/t", `[{"v":"`+strings.Repeat("x", 5000)+`"}]`)
