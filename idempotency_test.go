@@ -150,10 +150,12 @@ func TestIdempotencyKeyReusedForOtherArguments(t *testing.T) {
 func TestIdempotencyInFlight(t *testing.T) {
 	is := is.New(t)
 	s, dir, _ := idemStore(t)
-	started, release := make(chan struct{}), make(chan struct{})
+	started, held := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release) // a failing check must not leave the first call held, or the Store's Close waits for it
 	slow := projectdata.WithIdempotency(ctx, projectdata.Idempotency{Key: "k", Fingerprint: func() []byte {
 		close(started)
-		<-release // the first call is running while it fingerprints
+		<-held // the first call is running while it fingerprints
 		return []byte("same")
 	}})
 	var wg sync.WaitGroup
@@ -166,7 +168,7 @@ func TestIdempotencyInFlight(t *testing.T) {
 	other := projectdata.WithIdempotencyKey(ctx, "other") // other keys are not held up
 	_, err = s.Insert(other, "acme", "items", []projectdata.Row{{"sku": "b"}})
 	is.NoErr(err)
-	close(release)
+	release()
 	wg.Wait()
 	is.NoErr(firstErr)
 	_, err = s.Insert(dup, "acme", "items", []projectdata.Row{{"sku": "a"}}) // finished: a replay
