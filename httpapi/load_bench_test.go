@@ -353,24 +353,30 @@ func BenchmarkLoad(b *testing.B) {
 			report(b, w, base)
 			b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
 		})
-		b.Run(fmt.Sprintf("round%d/create_one_keyed", round), func(b *testing.B) {
-			// Single-row creates with a fresh Idempotency-Key each, in
-			// turns with the same creates without one: x_nokey is the
-			// keyed rate as a ratio to the unkeyed (issue 16's figure).
-			create := func(key string, i int64) error {
-				body := fmt.Appendf(nil, `{"name":"new %d","qty":%d,"price":2.5,"note":"load"}`, i, i)
-				return e.sendKeyed(e.token, key, "POST", e.api+"/projects/acme/records/items", body, 201)
+		for _, c := range []int{1, loadClients, maxLoadClients} {
+			name := fmt.Sprintf("round%d/create_one_keyed", round) // 16 clients: the issue's figure
+			if c != loadClients {
+				name = fmt.Sprintf("round%d/create_one_keyed_c%d", round, c)
 			}
-			w, base := paired(b, loadClients, func(i int64) error {
-				return create(fmt.Sprintf("load-%012d", loadKeys.Add(1)), i)
-			}, func(i int64) error { return create("", i) })
-			b.ReportMetric(w.rate, "req/s")
-			b.ReportMetric(base.rate, "nokey_req/s")
-			b.ReportMetric(w.rate/base.rate, "x_nokey")
-			b.ReportMetric(base.cpu.Seconds()/w.cpu.Seconds(), "cpu_x_nokey")
-			b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
-			b.ReportMetric(float64(base.p99.Microseconds())/1000, "nokey_p99_ms")
-		})
+			b.Run(name, func(b *testing.B) {
+				// Single-row creates with a fresh Idempotency-Key each, in
+				// turns with the same creates without one: x_nokey is the
+				// keyed rate as a ratio to the unkeyed (issue 16's figure).
+				create := func(key string, i int64) error {
+					body := fmt.Appendf(nil, `{"name":"new %d","qty":%d,"price":2.5,"note":"load"}`, i, i)
+					return e.sendKeyed(e.token, key, "POST", e.api+"/projects/acme/records/items", body, 201)
+				}
+				w, base := paired(b, c, func(i int64) error {
+					return create(fmt.Sprintf("load-%012d", loadKeys.Add(1)), i)
+				}, func(i int64) error { return create("", i) })
+				b.ReportMetric(w.rate, "req/s")
+				b.ReportMetric(base.rate, "nokey_req/s")
+				b.ReportMetric(w.rate/base.rate, "x_nokey")
+				b.ReportMetric(base.cpu.Seconds()/w.cpu.Seconds(), "cpu_x_nokey")
+				b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
+				b.ReportMetric(float64(base.p99.Microseconds())/1000, "nokey_p99_ms")
+			})
+		}
 		for _, c := range []int{1, 4, loadClients} {
 			name := fmt.Sprintf("round%d/batch1000", round) // 16 clients: the issue's figure
 			if c != loadClients {
