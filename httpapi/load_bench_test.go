@@ -72,6 +72,15 @@ const maxLoadClients = 64
 // more: see examples/wrk and BenchmarkInsertIdempotencyKey).
 var loadKeys atomic.Int64
 
+// loadName names a workload of a round run by c clients: the workload's
+// name alone at loadClients (the issue's figures), else with _cN.
+func loadName(round int, workload string, c int) string {
+	if c == loadClients {
+		return fmt.Sprintf("round%d/%s", round, workload)
+	}
+	return fmt.Sprintf("round%d/%s_c%d", round, workload, c)
+}
+
 // loadRows is the rows of the table the reads use.
 const loadRows = 10000
 
@@ -331,10 +340,7 @@ func BenchmarkLoad(b *testing.B) {
 			report(b, w, base)
 		})
 		for _, c := range []int{1, 4, loadClients, maxLoadClients} {
-			name := fmt.Sprintf("round%d/create_one", round) // 16 clients: the issue's figure
-			if c != loadClients {
-				name = fmt.Sprintf("round%d/create_one_c%d", round, c)
-			}
+			name := loadName(round, "create_one", c)
 			b.Run(name, func(b *testing.B) {
 				w, base := paired(b, c, func(i int64) error {
 					body := fmt.Appendf(nil, `{"name":"new %d","qty":%d,"price":2.5,"note":"load"}`, i, i)
@@ -354,10 +360,7 @@ func BenchmarkLoad(b *testing.B) {
 			b.ReportMetric(float64(w.p99.Microseconds())/1000, "p99_ms")
 		})
 		for _, c := range []int{1, loadClients, maxLoadClients} {
-			name := fmt.Sprintf("round%d/create_one_keyed", round) // 16 clients: the issue's figure
-			if c != loadClients {
-				name = fmt.Sprintf("round%d/create_one_keyed_c%d", round, c)
-			}
+			name := loadName(round, "create_one_keyed", c)
 			b.Run(name, func(b *testing.B) {
 				// Single-row creates with a fresh Idempotency-Key each, in
 				// turns with the same creates without one: x_nokey is the
@@ -378,10 +381,7 @@ func BenchmarkLoad(b *testing.B) {
 			})
 		}
 		for _, c := range []int{1, 4, loadClients} {
-			name := fmt.Sprintf("round%d/batch1000", round) // 16 clients: the issue's figure
-			if c != loadClients {
-				name = fmt.Sprintf("round%d/batch1000_c%d", round, c)
-			}
+			name := loadName(round, "batch1000", c)
 			e.batchRound(b, name, c)
 		}
 	}
