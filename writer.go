@@ -399,7 +399,9 @@ func (p *project) runAlone(r *writeRequest) {
 		// interruption stopped a statement that writes).
 		defer c.db.SetInterrupt(old)
 		if r.budget <= 0 {
-			return r.fn(c)
+			// A statement its context interrupted (a schema change's
+			// CREATE INDEX, say) fails with the context's error.
+			return dbError(r.ctx, r.fn(c))
 		}
 		// The budget starts now, past the queue and the lock's wait
 		// (QueueTimeout's and BusyTimeout's); it is r's alone, released

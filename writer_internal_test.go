@@ -428,3 +428,21 @@ func TestRunnerWaitsNoLongerThanQueueTimeout(t *testing.T) {
 	is.NoErr(other.err)
 	is.Equal(w.values(t), []string{"first", "other"})
 }
+
+// TestLoneWriteInterruptedFailsWithItsContext: a write alone (a schema
+// change) whose context ends while SQLite runs one of its statements fails
+// with the context's error, not SQLite's interruption: over HTTP that was a
+// 500 internal_error instead of client_aborted.
+func TestLoneWriteInterruptedFailsWithItsContext(t *testing.T) {
+	w := newWriterTest(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := w.p.writeAlone(ctx, func(c *conn) error {
+		cancel()
+		// Runs until interrupted.
+		return c.db.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n`)
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
