@@ -392,12 +392,18 @@ func (h *Handler) handleStream(method, path string, op projectdata.Operation, fn
 }
 
 // knownQuery checks r's query parameters against the route's, without
-// parsing an empty query (most requests).
+// parsing an empty query (most requests). A query that does not parse (a
+// bad %-escape, a ";") is refused: r.URL.Query() drops such pairs without
+// a word, so a limit sent that way would become the default.
 func knownQuery(r *http.Request, params []string) error {
 	if r.URL.RawQuery == "" {
 		return nil
 	}
-	return knownParams(r.URL.Query(), params...)
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return errorf(projectdata.ErrInvalidRequest, "the query string does not parse: %.100s; send name=value pairs joined by &, %%-encoded", err)
+	}
+	return knownParams(q, params...)
 }
 
 // register adds a route to the router and to the list the OpenAPI

@@ -138,7 +138,8 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 // TestEveryRouteTakesTheDocumentedQueryParameters walks the served
 // document's operations: each takes every query parameter the document
 // lists for it (given twice, it is refused as repeated, not as unknown),
-// and no other (400 invalid_request naming it), before it runs: a
+// and no other (400 invalid_request naming it), and no query that does not
+// parse (400 invalid_request), before it runs: a
 // parameter a route ignored would change nothing the client can see, not
 // even a write's, whose Idempotency-Key fingerprint leaves the query out.
 func TestEveryRouteTakesTheDocumentedQueryParameters(t *testing.T) {
@@ -173,6 +174,9 @@ func TestEveryRouteTakesTheDocumentedQueryParameters(t *testing.T) {
 				checkExchange(t, req, nil, rec.Code, rec.Header(), rec.Body.Bytes())
 			}
 			refused("undocumented=1", `unknown query parameter "undocumented"`)
+			// Pairs that do not parse, which url.Values drops.
+			refused("limit=%zz", "the query string does not parse")
+			refused("limit=5;offset=1", "the query string does not parse")
 			for _, p := range op.Parameters {
 				if p.In == "query" {
 					refused(p.Name+"=1&"+p.Name+"=2", `query parameter "`+p.Name+`" is given 2 times`)
