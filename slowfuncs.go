@@ -206,21 +206,22 @@ func (c *conn) trim(ctx sqlite3.Context, mode int, arg []sqlite3.Value) {
 	if i := bytes.IndexByte(set, 0); i >= 0 {
 		set = set[:i] // SQLite reads the set up to its first NUL
 	}
-	// The set's characters, in order.
-	var chars [][]byte
-	for z := 0; z < len(set); {
-		start := z
-		z++
-		if set[start] >= 0xc0 {
-			for z < len(set) && set[z]&0xc0 == 0x80 {
-				z++
-			}
-		}
-		chars = append(chars, set[start:z])
-	}
+	// match walks the set's characters in order, as SQLite does, and
+	// returns the length of the first that at gives. It reads them from
+	// the set each time: a list of them took 24 bytes of Go heap per
+	// character (hundreds of MB for a set of a few MiB), which SQLite's
+	// heap limit does not see.
 	steps := 0
 	match := func(at func(n int) []byte) (int, bool) {
-		for _, ch := range chars {
+		for z := 0; z < len(set); {
+			start := z
+			z++
+			if set[start] >= 0xc0 {
+				for z < len(set) && set[z]&0xc0 == 0x80 {
+					z++
+				}
+			}
+			ch := set[start:z]
 			if c.budgetSpent(&steps, len(ch)) {
 				return -1, false
 			}
@@ -230,7 +231,7 @@ func (c *conn) trim(ctx sqlite3.Context, mode int, arg []sqlite3.Value) {
 		}
 		return 0, false
 	}
-	if len(chars) > 0 && mode&1 != 0 {
+	if len(set) > 0 && mode&1 != 0 {
 		for len(in) > 0 {
 			n, ok := match(func(n int) []byte {
 				if n > len(in) {
@@ -248,7 +249,7 @@ func (c *conn) trim(ctx sqlite3.Context, mode int, arg []sqlite3.Value) {
 			in = in[n:]
 		}
 	}
-	if len(chars) > 0 && mode&2 != 0 {
+	if len(set) > 0 && mode&2 != 0 {
 		for len(in) > 0 {
 			n, ok := match(func(n int) []byte {
 				if n > len(in) {
