@@ -226,6 +226,54 @@ func TestOneFunctionCallStopsAtTheBudget(t *testing.T) {
 	}
 }
 
+// TestCallArgumentsOfOneStatementAreBounded: SQLite runs the calls of one
+// row's expressions, and a statement's constant ones, without looking at
+// its interrupt. A json_extract of 998 paths over a 4 MB document held a
+// core for 18 s past a budget of 1 s, and 2,000 length() calls of a 4 MB
+// value for 4 s. A statement that passes functions more arguments than
+// QueryMaxCallArgs (a call without any, and each -> or ->>, counting one)
+// is refused before it runs; one at the bound runs.
+func TestCallArgumentsOfOneStatementAreBounded(t *testing.T) {
+	args := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, ", %d", i+1)
+		}
+		return strings.TrimPrefix(b.String(), ", ")
+	}
+	t.Run("Default", func(t *testing.T) {
+		f := newQueryFixture(t, nil, 1)
+		doc := `'[' || replace(printf('%.*c', 2000000, 'x'), 'x', '0,') || '0]'`
+		for _, sql := range []string{
+			`SELECT json_extract(` + doc + strings.Repeat(`, '$[#]'`, 998) + `) AS n`,
+			`SELECT ` + strings.Repeat(`length(a) + `, 2000) + `0 AS n FROM (SELECT printf('%.*c', 4000000, 'x') AS a)`,
+			`SELECT ` + strings.Repeat(`a -> '$[#]' + `, 300) + `0 AS n FROM (SELECT ` + doc + ` AS a)`,
+		} {
+			_, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: sql})
+			pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+			if !strings.Contains(err.Error(), "at most 256 run within the query budget") {
+				t.Errorf("%.60s: %v", sql, err)
+			}
+		}
+	})
+	t.Run("AtTheBound", func(t *testing.T) {
+		is := is.New(t)
+		f := newQueryFixture(t, &projectdata.Options{QueryMaxCallArgs: 64}, 1)
+		res, err := f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT max(` + args(63) + `) + abs(-1) AS n FROM orders`})
+		is.NoErr(err)
+		is.Equal(res.Rows[0]["n"], int64(64))
+		_, err = f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: `SELECT max(` + args(64) + `) + abs(-1) AS n FROM orders`})
+		pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+		is.True(strings.Contains(err.Error(), "passes 65 arguments to functions"))
+		// -> and ->> count one each.
+		arrows := `SELECT json('{}') ->> '$.a'` + strings.Repeat(`, json('{}') -> '$.a'`, 31)
+		_, err = f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: arrows + ` FROM orders`})
+		is.NoErr(err)
+		_, err = f.s.Query(ctx, "acme", projectdata.QueryRequest{SQL: arrows + `, '{}' -> '$.a' FROM orders`})
+		pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+	})
+}
+
 // TestOneFunctionCallOutOfMemory: a replaced function whose result does
 // not fit the query's heap fails as SQLite's own would, and the next query
 // runs.

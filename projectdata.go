@@ -101,6 +101,17 @@ type Options struct {
 	// (ErrInvalidRequest). SQLite cannot interrupt the parsing of a
 	// statement, so this bounds its time. Zero: 100,000 bytes.
 	QueryMaxSQLBytes int
+	// QueryMaxCallArgs bounds the arguments one query's statement passes
+	// to functions, summed over its calls, where a call without arguments
+	// and each -> or ->> count one (sqlguard.Shape.CallArgs); a statement
+	// with more is ErrInvalidRequest. SQLite looks at the query budget
+	// only between the steps of its loops, so the calls of one row's
+	// expressions, or of a statement's constant ones, run to their end
+	// past it; on values of a few MiB each takes up to tens of
+	// milliseconds (every JSON path walks the whole document), and one
+	// statement of a thousand such calls held a core for seconds to
+	// minutes. Zero: 256.
+	QueryMaxCallArgs int
 	// MaxWriteGroup bounds how many concurrent writes to one project share
 	// one transaction (group commit; each write in its own savepoint, and
 	// acknowledged only after the shared commit). Zero: 128. One: every
@@ -205,6 +216,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.QueryMaxSQLBytes <= 0 {
 		r.QueryMaxSQLBytes = 100000
+	}
+	if r.QueryMaxCallArgs <= 0 {
+		r.QueryMaxCallArgs = 256
 	}
 	if r.MaxWriteGroup <= 0 {
 		r.MaxWriteGroup = 128

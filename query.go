@@ -232,7 +232,7 @@ func (s *Store) query(ctx context.Context, slug string, req QueryRequest, enc *j
 		if strings.TrimSpace(req.SQL) == "" {
 			return errorf(ErrInvalidRequest, "sql is required")
 		}
-		n, err := sqlguard.Admit(req.SQL)
+		shape, err := sqlguard.Admit(req.SQL)
 		var refused *sqlguard.RefusedError
 		if errors.As(err, &refused) { // its reason and place, without the gate's name
 			return errorf(ErrWriteSQLForbidden, "only one read-only SELECT, WITH or EXPLAIN QUERY PLAN statement is allowed: %s (at byte %d)", refused.Reason, refused.Offset)
@@ -240,8 +240,11 @@ func (s *Store) query(ctx context.Context, slug string, req QueryRequest, enc *j
 		if err != nil {
 			return errorf(ErrWriteSQLForbidden, "only one read-only SELECT, WITH or EXPLAIN QUERY PLAN statement is allowed")
 		}
-		if n > maxQuerySelects {
-			return errorf(ErrInvalidRequest, "the statement holds %d SELECTs; at most %d fit SQLite's stack: simplify it", n, maxQuerySelects)
+		if shape.Selects > maxQuerySelects {
+			return errorf(ErrInvalidRequest, "the statement holds %d SELECTs; at most %d fit SQLite's stack: simplify it", shape.Selects, maxQuerySelects)
+		}
+		if shape.CallArgs > s.opts.QueryMaxCallArgs {
+			return errorf(ErrInvalidRequest, "the statement passes %d arguments to functions (a call without any, and each -> or ->>, counting one); at most %d run within the query budget: simplify it, or split it", shape.CallArgs, s.opts.QueryMaxCallArgs)
 		}
 		limit := req.Limit
 		if limit == 0 {

@@ -30,8 +30,12 @@
 // "SELECT 1; -- done" are all admitted; anything else after the first ";"
 // is a second statement and is refused.
 //
-// sqlguard is only the first line of defence: it knows nothing about
-// functions, so side effects reachable through a SELECT (for example
+// Admit also measures what it admits (Shape): its SELECTs, and the
+// arguments of its function calls, so that a caller can bound the work
+// SQLite does without looking at its interrupt.
+//
+// sqlguard is only the first line of defence: it knows nothing about what
+// functions do, so side effects reachable through a SELECT (for example
 // load_extension) must be stopped by SQLite's authorizer and a read-only
 // connection.
 package sqlguard

@@ -18,6 +18,13 @@ func FuzzCheck(f *testing.F) {
 	f.Add(typicalQuery)
 	f.Fuzz(func(t *testing.T, sql string) {
 		err := sqlguard.Check(sql)
+		shape, admitErr := sqlguard.Admit(sql)
+		if (admitErr == nil) != (err == nil) {
+			t.Fatalf("Admit(%q) = %v, Check = %v", sql, admitErr, err)
+		}
+		if shape.Selects < 0 || shape.CallArgs < 0 || shape.Selects+shape.CallArgs > len(sql) {
+			t.Fatalf("Admit(%q) = %+v: more than the input's bytes", sql, shape)
+		}
 		sk, wellFormed := skeleton(sql)
 		if err != nil {
 			var re *sqlguard.RefusedError

@@ -36,24 +36,108 @@ func init() {
 // WITH … SELECT, or EXPLAIN QUERY PLAN followed by either. Otherwise it
 // returns a *RefusedError saying why and where.
 func Check(sql string) error {
-	_, err := Admit(sql)
-	return err
+	var buf [64]token
+	toks, err := lex(buf[:0], sql)
+	return check(sql, toks, err)
 }
 
-// Admit is Check that also returns how many SELECT keywords sql holds:
-// its statement's SELECT, its subqueries', its common table expressions'
-// and its compound terms', but none inside a string, a quoted name or a
-// comment. That bounds how deeply a statement can nest its queries, which
-// SQLite resolves recursively. Both come from one pass of the lexer.
-func Admit(sql string) (selects int, err error) {
+// Shape is what Admit tells of a statement besides whether it is admitted,
+// from the same pass of the lexer. Tokens inside strings, quoted names and
+// comments count for nothing.
+type Shape struct {
+	// Selects counts the SELECT keywords: the statement's SELECT, its
+	// subqueries', its common table expressions' and its compound terms'.
+	// That bounds how deeply a statement can nest its queries, which
+	// SQLite resolves recursively.
+	Selects int
+	// CallArgs counts the arguments of the statement's function calls,
+	// summed over the calls (a call without any counts one), and its ->
+	// and ->> operators (one each). A call is a name followed by "(",
+	// unless the name is a keyword that precedes a parenthesis in SQL's
+	// syntax (IN, EXISTS, AS, OVER, CAST, …); LIKE, GLOB, REGEXP and MATCH
+	// are among those keywords, and not counted as functions. SQLite looks
+	// at its interrupt only between the steps of a loop, never inside one
+	// call nor between the calls of one row's expressions, and a call's
+	// work grows with its arguments (each JSON path walks the whole
+	// document): this bounds that uninterrupted work.
+	CallArgs int
+}
+
+// Admit is Check that also returns the statement's Shape.
+func Admit(sql string) (Shape, error) {
 	var buf [64]token // enough for typical queries without allocating
 	toks, err := lex(buf[:0], sql)
-	for _, t := range toks {
-		if isKeyword(t, "SELECT") {
-			selects++
+	return shapeOf(toks), check(sql, toks, err)
+}
+
+// shapeOf measures the statement of toks.
+func shapeOf(toks []token) Shape {
+	var sh Shape
+	// Open parentheses, innermost last: the arguments of a call, or -1
+	// for other parentheses. A call's count starts at 0 and becomes 1 with
+	// its first token.
+	var stack [32]int
+	open := stack[:0]
+	for i, t := range toks {
+		if len(open) > 0 && open[len(open)-1] == 0 && !isPunct(t, ")") {
+			open[len(open)-1] = 1
+		}
+		switch {
+		case isKeyword(t, "SELECT"):
+			sh.Selects++
+		case isPunct(t, "->"), isPunct(t, "->>"):
+			sh.CallArgs++
+		case isPunct(t, "("):
+			if i > 0 && isCallee(toks[i-1]) {
+				open = append(open, 0)
+			} else {
+				open = append(open, -1)
+			}
+		case isPunct(t, ","):
+			if len(open) > 0 && open[len(open)-1] > 0 {
+				open[len(open)-1]++
+			}
+		case isPunct(t, ")"):
+			if len(open) == 0 {
+				continue // unbalanced: check refuses the statement
+			}
+			if n := open[len(open)-1]; n >= 0 {
+				sh.CallArgs += max(n, 1)
+			}
+			open = open[:len(open)-1]
 		}
 	}
-	return selects, check(sql, toks, err)
+	return sh
+}
+
+// isCallee reports whether t, followed by "(", names a function: a quoted
+// name, or a bare one that is not a keyword preceding a parenthesis.
+func isCallee(t token) bool {
+	switch t.kind {
+	case kQuoted:
+		return true
+	case kIdent:
+		var buf [maxKeywordLen]byte
+		return !nonCallees[string(upperKeyword(buf[:0], t.text))]
+	}
+	return false
+}
+
+// nonCallees are the keywords that "(" may follow in SQLite's syntax
+// without a function call, among them the operators LIKE, GLOB, REGEXP
+// and MATCH, whose function forms are bounded or refused by the Store.
+var nonCallees = map[string]bool{}
+
+func init() {
+	for _, kw := range []string{
+		"ALL", "AND", "AS", "BETWEEN", "BY", "CASE", "CAST", "COLLATE", "DISTINCT", "ELSE", "ESCAPE", "EXCEPT",
+		"EXISTS", "FILTER", "FOLLOWING", "FROM", "GLOB", "GROUPS", "HAVING", "IN", "INTERSECT", "IS", "JOIN",
+		"LIKE", "LIMIT", "MATCH", "MATERIALIZED", "NOT", "OFFSET", "ON", "OR", "OVER", "PRECEDING", "RANGE",
+		"RECURSIVE", "REGEXP", "ROWS", "SELECT", "THEN", "UNION", "USING", "VALUES", "WHEN", "WHERE", "WINDOW",
+		"WITH",
+	} {
+		nonCallees[kw] = true
+	}
 }
 
 // check is Check over the tokens lex returned for sql.
@@ -232,18 +316,29 @@ func isKeyword(t token, kw string) bool { return t.kind == kIdent && equalFoldAS
 // forbiddenKeyword returns the forbidden keyword s spells, ignoring ASCII
 // case only as SQLite does, or "".
 func forbiddenKeyword(s string) string {
-	var upper [len("SAVEPOINT")]byte // the longest forbidden keyword
-	if len(s) < len("END") || len(s) > len(upper) {
-		return ""
+	var buf [maxKeywordLen]byte
+	return forbidden[string(upperKeyword(buf[:0], s))]
+}
+
+// maxKeywordLen is the length of the longest keyword sqlguard looks for
+// (MATERIALIZED).
+const maxKeywordLen = 12
+
+// upperKeyword appends s in ASCII upper case to dst (SQLite ignores ASCII
+// case only), or nothing when s is longer than any keyword sqlguard looks
+// for: no map of keywords then holds the result.
+func upperKeyword(dst []byte, s string) []byte {
+	if len(s) > maxKeywordLen {
+		return dst
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if 'a' <= c && c <= 'z' {
 			c -= 'a' - 'A'
 		}
-		upper[i] = c
+		dst = append(dst, c)
 	}
-	return forbidden[string(upper[:len(s)])]
+	return dst
 }
 
 // equalFoldASCII reports whether s equals upper, ignoring ASCII case only.

@@ -261,8 +261,31 @@ func TestAdmitCountsSelects(t *testing.T) {
 		"SELECT selected, xselect FROM t":                               1,
 		"":                                                              0,
 	} {
-		if got, _ := sqlguard.Admit(sql); got != want {
-			t.Errorf("Admit(%q) = %d, want %d", sql, got, want)
+		if got, _ := sqlguard.Admit(sql); got.Selects != want {
+			t.Errorf("Admit(%q).Selects = %d, want %d", sql, got.Selects, want)
+		}
+	}
+}
+
+func TestAdmitCountsCallArgs(t *testing.T) {
+	for sql, want := range map[string]int{
+		"SELECT 1, (2), a IN (1, 2, 3) FROM t":                            0,
+		"SELECT random(), count(*), count(DISTINCT a) FROM t":             3,
+		"SELECT f(a, b), g(f(1, 2), 3)":                                   6,
+		"SELECT json_extract(a, '$.x', '$.y', '$.z') FROM t":              4,
+		`SELECT "JSON_EXTRACT"(a, x), [f](a), ` + "`f`(a, b)":             5,
+		"SELECT a -> '$.x', a ->> '$.y', a - >1 FROM t":                   2,
+		"SELECT 'f(a, b)', \"f\" -- g(1, 2)\n/* h(1) */":                  0,
+		"SELECT CAST(a AS INT), EXISTS (SELECT 1), NOT (a) FROM t":        0,
+		"SELECT a LIKE (b), a glob (b), a NOT LIKE('x') ESCAPE ('!')":     0,
+		"SELECT f(a) FILTER (WHERE b) OVER (PARTITION BY c ORDER BY (d))": 1,
+		"WITH c(x, y) AS (VALUES (1, 2)) SELECT max(x, y, 3) FROM c":      5, // the CTE's columns count too
+		"SELECT f(g(h(i())))":                                             4,
+		"SELECT f(a,":                                                     0, // refused: unbalanced
+		"SELECT f(a)) + g(b, c)":                                          3, // refused: unbalanced
+	} {
+		if got, _ := sqlguard.Admit(sql); got.CallArgs != want {
+			t.Errorf("Admit(%q).CallArgs = %d, want %d", sql, got.CallArgs, want)
 		}
 	}
 }

@@ -41,6 +41,7 @@ var serviceLimitNames = []serviceLimit{
 	{"query-max-bytes", "bytes of one query's rows (QueryMaxBytes; default 4 MiB)", intLimit(func(l *serviceLimits) *int { return &l.store.QueryMaxBytes })},
 	{"query-max-memory", "SQLite memory of one query (QueryMaxMemory; default 64 MiB)", int64Limit(func(l *serviceLimits) *int64 { return &l.store.QueryMaxMemory })},
 	{"query-max-sql-bytes", "bytes of one query's SQL (QueryMaxSQLBytes; default 100,000)", intLimit(func(l *serviceLimits) *int { return &l.store.QueryMaxSQLBytes })},
+	{"query-max-call-args", "function arguments of one query's statement (QueryMaxCallArgs; default 256)", intLimit(func(l *serviceLimits) *int { return &l.store.QueryMaxCallArgs })},
 	{"max-sqlite-memory", "SQLite memory of the whole server (MaxSQLiteMemory; default 512 MiB)", int64Limit(func(l *serviceLimits) *int64 { return &l.store.MaxSQLiteMemory })},
 	{"max-insert-rows", "rows of one insert (MaxInsertRows; default 10,000)", intLimit(func(l *serviceLimits) *int { return &l.store.MaxInsertRows })},
 	{"max-write-group", "concurrent writes sharing a commit (MaxWriteGroup; default 128)", intLimit(func(l *serviceLimits) *int { return &l.store.MaxWriteGroup })},
