@@ -172,8 +172,9 @@ type QueryResult struct {
 // SELECT, WITH … SELECT or EXPLAIN QUERY PLAN statement; SQLite's
 // authorizer allows reads of registered application tables only; the
 // statement must be read-only by SQLite's own verdict and alone; and it runs
-// on a read-only connection. It is bounded by Options.QueryTimeout and
-// Options.QueryMaxBytes.
+// on a read-only connection. It is bounded by Options.QueryTimeout,
+// Options.QueryMaxBytes, Options.QueryMaxMemory and
+// Options.QueryMaxCallArgs.
 //
 // Errors: ErrWriteSQLForbidden, ErrQueryTableDenied, ErrQueryBudgetExceeded
 // (the message names the full scans of the plan), ErrQueryResultTooLarge,
@@ -181,7 +182,8 @@ type QueryResult struct {
 // more than 64 SELECTs or an expression more than 128 deep: SQLite's own
 // stack holds no more; a call of decimal_mul, decimal_pow2, regexp
 // (REGEXP), regexpi, json_patch or jsonb_patch, which the budget cannot
-// stop), ErrServerBusy (a query that needs more than a reader's usual
+// stop; more arguments to functions than Options.QueryMaxCallArgs),
+// ErrServerBusy (a query that needs more than a reader's usual
 // memory when reserving Options.QueryMaxMemory would pass
 // Options.MaxSQLiteMemory), ErrProjectNotFound, ErrPermissionDenied.
 func (s *Store) Query(ctx context.Context, slug string, req QueryRequest) (QueryResult, error) {
