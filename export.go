@@ -431,8 +431,8 @@ func (p *project) exportGone(fileName string, expiresAt, now time.Time) (string,
 	// Lstat: a link in the file's place is there (the download refuses
 	// it as file_changed); following it could fail for the whole list.
 	if _, err := os.Lstat(path); err != nil {
-		if os.IsNotExist(err) {
-			return ExportReasonFileMissing, nil
+		if reason := exportFileGone(path, err); reason != "" {
+			return reason, nil
 		}
 		return "", errors.Wrap(err, "stat export file")
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -289,4 +290,33 @@ func TestListExportsWithALinkLoopInPlaceOfAFile(t *testing.T) {
 	_, file, err := f.s.OpenExport(ctx, "acme", other.ID)
 	is.NoErr(err)
 	file.Close()
+}
+
+// TestExportsFolderReplacedByAFile: with a file in place of a project's
+// exports folder, downloading, listing and deleting the exports not found
+// work, and the exports are not_found (file_missing): the path failed
+// with "not a directory", an internal error for every export of the
+// project.
+func TestExportsFolderReplacedByAFile(t *testing.T) {
+	is := is.New(t)
+	f := newExportFixture(t, nil)
+	e := f.export(t)
+	other := f.export(t)
+	dir := filepath.Dir(f.file(e.ID))
+	is.NoErr(os.RemoveAll(dir))
+	is.NoErr(os.WriteFile(dir, []byte("x"), 0o644))
+
+	_, _, err := f.s.OpenExport(ctx, "acme", e.ID)
+	pdtest.Code(t, err, projectdata.ErrExportNotFound)
+	page, err := f.s.ListExports(ctx, "acme", projectdata.ExportQuery{Status: projectdata.ExportStatusNotFound})
+	is.NoErr(err)
+	is.Equal(len(page.Exports), 2) // other by the listing
+	for _, x := range page.Exports {
+		is.Equal(*x.StatusReason, projectdata.ExportReasonFileMissing)
+	}
+	deleted, err := f.s.DeleteNotFoundExports(ctx, "acme")
+	is.NoErr(err)
+	is.Equal(deleted, 2)
+	_, _, err = f.s.OpenExport(ctx, "acme", other.ID)
+	pdtest.Code(t, err, projectdata.ErrExportNotFound)
 }
