@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -433,8 +434,9 @@ type jsonStreamer interface {
 }
 
 // DecodeJSON decodes one JSON request body from r into v. Numbers stay
-// exact (json.Number), unknown object fields and trailing data are
-// refused. Body types of this package that hold lists (QueryRequest) are
+// exact (json.Number); unknown object fields, fields named in another case
+// or given twice in one object, and trailing data are refused (a map, such
+// as a Row, keeps the last value of a key given twice). Body types of this package that hold lists (QueryRequest) are
 // read as a stream and refused as soon as they are known to be too large;
 // other types (small fixed-shape bodies) are decoded by encoding/json.
 // An empty body (nothing but white space) leaves v as it is and returns
@@ -479,7 +481,96 @@ func DecodeJSON(r io.Reader, v any) (bool, error) {
 	case unpairedSurrogate(body.Bytes()): // a backslash is in a string, or invalid JSON
 		return true, errorf(ErrInvalidJSON, "the body holds a string with an unpaired UTF-16 surrogate escape, which is no character")
 	}
-	return true, nil
+	return true, exactKeys(json.NewDecoder(bytes.NewReader(body.Bytes())), reflect.TypeOf(v))
+}
+
+// exactKeys refuses what encoding/json lets through in a body it decoded
+// into a value of type t, read again from d: a struct's field given twice
+// in one object (see errKeyTwice), and a key that names a struct's field
+// in another case ({"WHERE": …}: it takes any case). Maps, and values of
+// types that decode themselves or of interface types, are left as
+// encoding/json read them.
+func exactKeys(d *json.Decoder, t reflect.Type) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil && (t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(jsonUnmarshaler)) {
+		t = nil
+	}
+	tok, err := d.Token()
+	if err != nil {
+		return jsonError(err)
+	}
+	switch tok {
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for d.More() {
+			if err := exactKeys(d, elem); err != nil {
+				return err
+			}
+		}
+	case json.Delim('{'):
+		var seen keySet
+		for d.More() {
+			tok, err := d.Token()
+			if err != nil {
+				return jsonError(err)
+			}
+			key, _ := tok.(string)
+			if t != nil && t.Kind() == reflect.Struct && !seen.add(key) {
+				return errKeyTwice(key)
+			}
+			var elem reflect.Type
+			switch {
+			case t == nil:
+			case t.Kind() == reflect.Map:
+				elem = t.Elem()
+			case t.Kind() == reflect.Struct:
+				f, ok := jsonField(t, key)
+				if !ok {
+					return errorf(ErrInvalidRequest, "unknown field %.100q", key)
+				}
+				elem = f.Type
+			}
+			if err := exactKeys(d, elem); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil // a scalar
+	}
+	if _, err := d.Token(); err != nil { // the closing delimiter
+		return jsonError(err)
+	}
+	return nil
+}
+
+// jsonUnmarshaler is the type of json.Unmarshaler.
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// jsonField returns the field of struct type t that encoding/json decodes
+// the key name into, when name is exactly its name: its tag's, else the
+// Go field's, fields of untagged embedded structs included.
+func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for _, f := range reflect.VisibleFields(t) {
+		if !f.IsExported() || f.Anonymous && f.Tag.Get("json") == "" && f.Type.Kind() == reflect.Struct {
+			continue
+		}
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case tag == "-":
+			continue
+		case tag == "":
+			tag = f.Name
+		}
+		if tag == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // decodeJSONValue decodes b into v keeping numbers exact: the values
@@ -527,6 +618,46 @@ func (js *jsonStream) fields(field func(key string) error) error {
 		k, err = js.key()
 		return err
 	}, func() error { return field(k) })
+}
+
+// errKeyTwice refuses a body that gives a field of its fixed shape twice
+// in one object: encoding/json keeps the last, where a proxy or a log in
+// front of the server may read the first. (A row, a map of values, keeps
+// the last value of a column given twice, as encoding/json does.)
+func errKeyTwice(key string) error {
+	return errorf(ErrInvalidRequest, "the body gives %.100q twice in one object", key)
+}
+
+// keySet is the keys of one object: a few in a list, more in a map.
+type keySet struct {
+	few  [8]string
+	n    int
+	many map[string]struct{}
+}
+
+// add adds k, and reports whether it was new.
+func (s *keySet) add(k string) bool {
+	if s.many == nil {
+		for _, x := range s.few[:s.n] {
+			if x == k {
+				return false
+			}
+		}
+		if s.n < len(s.few) {
+			s.few[s.n] = k
+			s.n++
+			return true
+		}
+		s.many = make(map[string]struct{}, 2*len(s.few))
+		for _, x := range s.few {
+			s.many[x] = struct{}{}
+		}
+	}
+	if _, ok := s.many[k]; ok {
+		return false
+	}
+	s.many[k] = struct{}{}
+	return true
 }
 
 // members reads the rest of an object whose '{' was read: for each member,

@@ -128,6 +128,62 @@ func TestDecodeJSONStruct(t *testing.T) {
 	is.True(errors.Is(err, errReadTooFar)) // the reader's own error goes through
 }
 
+// TestDecodeJSONKeysAreExactAndOnce: encoding/json keeps the last of two
+// equal keys, where a proxy or a log in front may read the first, and
+// takes a field's name in any case. DecodeJSON refuses both for the
+// fields of a body's fixed shape, at any depth; bodies with each field
+// once, exactly named, decode as before.
+func TestDecodeJSONKeysAreExactAndOnce(t *testing.T) {
+	type column struct {
+		Name string `json:"column_name"`
+		Type string `json:"column_type"`
+	}
+	type body struct {
+		Name    string          `json:"table_name"`
+		Columns []column        `json:"columns"`
+		Extra   json.RawMessage `json:"extra"`
+	}
+	for _, c := range []struct {
+		json, refusal string
+	}{
+		{`{"table_name": "t", "columns": [{"column_name": "a", "column_type": "TEXT"}], "extra": {"x": [1]}}`, ""},
+		{`{"TABLE_NAME": "t"}`, `unknown field "TABLE_NAME"`},
+		{`{"table_name": "t", "columns": [{"column_name": "a", "Column_Type": "TEXT"}]}`, `unknown field "Column_Type"`},
+		{`{"table_name": "t", "table_name": "u"}`, `the body gives "table_name" twice`},
+		{`{"table_name": "t", "columns": [{"column_name": "a"}, {"column_name": "b", "column_name": "c"}]}`, `the body gives "column_name" twice`},
+	} {
+		var v body
+		_, err := projectdata.DecodeJSON(strings.NewReader(c.json), &v)
+		if c.refusal == "" {
+			if err != nil || v.Name != "t" || len(v.Columns) != 1 || v.Columns[0].Type != "TEXT" {
+				t.Errorf("%s: %+v, %v", c.json, v, err)
+			}
+			continue
+		}
+		pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+		if err == nil || !strings.Contains(err.Error(), c.refusal) {
+			t.Errorf("%s: got %v, want %s", c.json, err, c.refusal)
+		}
+	}
+	// A row (a map) keeps the last value of a column given twice, as an
+	// insert's rows do.
+	var row projectdata.Row
+	_, err := projectdata.DecodeJSON(strings.NewReader(`{"qty": 1, "qty": 2}`), &row)
+	if err != nil || row["qty"] != json.Number("2") {
+		t.Fatalf("%v %v", row, err)
+	}
+	// A bulk delete's body, as the HTTP API reads it.
+	var del projectdata.BulkDelete
+	_, err = projectdata.DecodeJSON(strings.NewReader(`{"WHERE": {"qty": 1}}`), &del)
+	pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+	_, err = projectdata.DecodeJSON(strings.NewReader(`{"where": {"qty": 1}, "where": {}}`), &del)
+	pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+	_, err = projectdata.DecodeJSON(strings.NewReader(`{"where": {"qty": 1}, "allow_all": false}`), &del)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestWhereRefusesTooManyConditions(t *testing.T) {
 	is := is.New(t)
 	var w projectdata.Where
@@ -227,4 +283,27 @@ func TestUnpairedSurrogateEscapesAreRefused(t *testing.T) {
 	_, err = projectdata.DecodeJSON(strings.NewReader(`{"default_value": "\\ud800 \ud83d\ude00"}`), &upd)
 	is.NoErr(err)
 	is.Equal(upd.Default.To, `\ud800 😀`)
+}
+
+// TestQueryBodyRefusesAFieldGivenTwice: a query's body, which DecodeJSON
+// reads as a stream, refuses a field given twice as the other bodies do.
+// Its named parameters, a map, keep the last value of one given twice.
+func TestQueryBodyRefusesAFieldGivenTwice(t *testing.T) {
+	for _, body := range []string{
+		`{"sql": "SELECT 1", "sql": "SELECT 2"}`,
+		`{"sql": "SELECT 1", "limit": 1, "params": [], "limit": 2}`,
+		`{"sql": "SELECT 1", "params": [], "query": "SELECT 1", "params": [1]}`,
+	} {
+		var q projectdata.QueryRequest
+		_, err := projectdata.DecodeJSON(strings.NewReader(body), &q)
+		pdtest.Code(t, err, projectdata.ErrInvalidRequest)
+		if !strings.Contains(err.Error(), "twice in one object") {
+			t.Errorf("%.60s: %v", body, err)
+		}
+	}
+	var q projectdata.QueryRequest
+	_, err := projectdata.DecodeJSON(strings.NewReader(`{"sql": "SELECT :a", "params": {"a": 1, "a": 2}}`), &q)
+	if err != nil || q.Named["a"] != json.Number("2") {
+		t.Fatalf("%v %v", q.Named, err)
+	}
 }

@@ -58,7 +58,11 @@ var (
 // takes, is refused before the rest is read.
 func (q *QueryRequest) decodeJSONStream(js *jsonStream) error {
 	var sql, query *string
+	var seen keySet
 	err := js.object(errQueryBodyShape, func(key string) error {
+		if !seen.add(key) {
+			return errKeyTwice(key)
+		}
 		switch key {
 		case "sql", "query":
 			v, err := js.scalar()
