@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -181,6 +182,25 @@ var scenarios = []struct {
 	}},
 	{"list with a bad where", func(a API) (any, error) {
 		return a.ListRecords(ctx, "acme", "orders", pd.ListOptions{Where: pd.Where{{Column: "nope", Op: pd.WhereEq, Value: 1}}})
+	}},
+	{"list where a nil value is null", func(a API) (any, error) {
+		return a.ListRecords(ctx, "acme", "orders", pd.ListOptions{Where: pd.Where{{Column: "price", Op: pd.WhereEq, Value: nil}}, Columns: []string{"item"}})
+	}},
+	{"list where a nil value is not null", func(a API) (any, error) {
+		return a.ListRecords(ctx, "acme", "orders", pd.ListOptions{Where: pd.Where{{Column: "price", Op: "!=", Value: nil}}, Columns: []string{"item"}})
+	}},
+	{"add a column with a default no column takes", func(a API) (any, error) {
+		return a.AddColumn(ctx, "acme", "orders", pd.ColumnDef{Name: "b", Default: []byte("hi")})
+	}},
+	{"add a column with a default past int64", func(a API) (any, error) {
+		return a.AddColumn(ctx, "acme", "orders", pd.ColumnDef{Name: "u", Type: pd.TypeInteger, Default: uint64(math.MaxUint64)})
+	}},
+	{"change a default to one no column takes", func(a API) (any, error) {
+		return a.UpdateColumn(ctx, "acme", "orders", "price", pd.ColumnUpdate{Default: pd.SetTo[any](math.NaN())})
+	}},
+	{"create a table with a default of invalid UTF-8", func(a API) (any, error) {
+		t, cols, err := a.CreateTable(ctx, "acme", pd.TableDef{Name: "bad", Columns: []pd.ColumnDef{{Name: "s", Default: "\xff"}}})
+		return []any{t, cols}, err
 	}},
 	{"get record", func(a API) (any, error) { return a.GetRecord(ctx, "acme", "orders", 1) }},
 	{"find record", func(a API) (any, error) { return a.FindRecord(ctx, "acme", "ORDERS", "2") }},

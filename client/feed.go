@@ -143,7 +143,9 @@ func (c *Client) ListChanges(ctx context.Context, slug string, q pd.ChangeQuery)
 // FollowChanges yields the changes after q.After (of q.Tables, if given),
 // then each new one as it is committed, from the server's event stream,
 // until ctx is done, which ends the iteration without an error, as the
-// Store's does. q.Limit is ignored.
+// Store's does. q.Limit is ignored. q.Following is called once the
+// server's first stream opens, and q.Passed with each point past changes
+// of other tables that the server's pings name, as the Store calls them.
 //
 // A stream that ends or fails (the server closes its streams on shutdown,
 // a proxy or the network drops them) is opened again, with Last-Event-ID
@@ -178,7 +180,11 @@ func (c *Client) FollowChanges(ctx context.Context, slug string, q pd.ChangeQuer
 				// The network: open it again.
 			case res.StatusCode == http.StatusOK:
 				failures = 0
-				stop := c.readEvents(res.Body, &last, yield) // or it ended, cleanly or not: open it again
+				if q.Following != nil { // the server's feed holds its place and checked After
+					q.Following()
+					q.Following = nil
+				}
+				stop := c.readEvents(res.Body, &last, q.Passed, yield) // or it ended, cleanly or not: open it again
 				res.Body.Close()
 				if stop || ctx.Err() != nil {
 					return
@@ -216,7 +222,7 @@ func reopens(err error) bool {
 // whole, whatever their length, within Options.MaxResponseBytes: the
 // server writes a change as one line of JSON, HTML-escaped (a row of
 // 3 MiB of < is an 18 MiB line).
-func (c *Client) readEvents(body io.Reader, last *int64, yield func(pd.Change, error) bool) (stop bool) {
+func (c *Client) readEvents(body io.Reader, last *int64, passed func(int64), yield func(pd.Change, error) bool) (stop bool) {
 	br := bufio.NewReaderSize(body, 64<<10)
 	var event string
 	var data []byte
@@ -251,8 +257,13 @@ func (c *Client) readEvents(body io.Reader, last *int64, yield func(pd.Change, e
 			event, data, id = "", data[:0], 0
 		case len(line) == 0: // the end of a block without data
 			// A ping's id: the server read past changes of other tables.
-			// The stream resumes after it.
-			*last = max(*last, id)
+			// The stream resumes after it, and the caller hears of it.
+			if id > *last {
+				*last = id
+				if passed != nil {
+					passed(id)
+				}
+			}
 			event, id = "", 0
 		case line[0] == ':': // a comment (": ping")
 		default:

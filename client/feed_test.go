@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -414,4 +415,52 @@ func TestLastChangeIDResumesAnExpiredFeed(t *testing.T) {
 
 	_, err = c.LastChangeID(ctx, "nope")
 	is.True(errors.Is(err, pd.ErrProjectNotFound))
+}
+
+// TestFeedCallsFollowingAndPassed: as the Store's FollowChanges does, the
+// client's calls q.Following once its stream is open, and q.Passed with
+// the points past other tables' changes that the server's pings name, so
+// that a follower of a quiet table can keep its resume point within the
+// log's retention.
+func TestFeedCallsFollowingAndPassed(t *testing.T) {
+	is := is.New(t)
+	store, admin := pdtest.NewProject(t, nil)
+	srv := httptest.NewServer(httpapi.New(store, &httpapi.Options{StreamPing: 5 * time.Millisecond}))
+	defer srv.Close()
+	c := client.New(srv.URL, admin, nil)
+	for _, name := range []string{"quiet", "busy"} {
+		_, _, err := c.CreateTable(ctx, "acme", pd.TableDef{Name: name, Columns: []pd.ColumnDef{{Name: "v"}}})
+		is.NoErr(err)
+	}
+	from, err := store.LastChangeID(ctx, "acme")
+	is.NoErr(err)
+
+	fctx, cancel := context.WithTimeout(ctx, 20*time.Second) // only against hanging
+	defer cancel()
+	var following atomic.Int32
+	var passed atomic.Int64
+	var head atomic.Int64 // the log's last change once busy has changed
+	q := pd.ChangeQuery{After: from, Tables: []string{"quiet"},
+		Following: func() {
+			following.Add(1)
+			go func() { // busy changes; the feed ends once it has passed them
+				defer cancel()
+				if _, err := c.Insert(fctx, "acme", "busy", []pd.Row{{"v": "a"}, {"v": "b"}}); err != nil {
+					return
+				}
+				id, _ := store.LastChangeID(fctx, "acme")
+				head.Store(id)
+				for passed.Load() < id && fctx.Err() == nil {
+					time.Sleep(time.Millisecond)
+				}
+			}()
+		},
+		Passed: func(id int64) { passed.Store(id) },
+	}
+	for ch, err := range c.FollowChanges(fctx, "acme", q) {
+		t.Fatalf("yielded %+v, %v: quiet never changed", ch, err)
+	}
+	is.Equal(following.Load(), int32(1))
+	is.True(head.Load() > from)
+	is.Equal(passed.Load(), head.Load()) // past busy's changes
 }

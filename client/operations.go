@@ -131,22 +131,29 @@ func (c *Client) GetTable(ctx context.Context, slug, table string) (pd.Table, er
 }
 
 // columnBody is a column definition as the API takes it.
-func columnBody(d pd.ColumnDef) map[string]any {
+func columnBody(d pd.ColumnDef) (map[string]any, error) {
 	b := map[string]any{"column_name": d.Name, "is_nullable": !d.NotNull, "is_unique": d.Unique, "is_primary": d.Primary}
 	if d.Type != "" {
 		b["column_type"] = d.Type
 	}
 	if d.Default != nil {
+		if err := pd.CheckValue(d.Default); err != nil {
+			// JSON would carry another value, which the server would take.
+			return nil, errors.WithMessagef(err, "default of column %q", d.Name)
+		}
 		b["default_value"] = wireValue(d.Default)
 	}
-	return b
+	return b, nil
 }
 
 // CreateTable creates a table with its columns.
 func (c *Client) CreateTable(ctx context.Context, slug string, def pd.TableDef) (pd.Table, []pd.Column, error) {
 	cols := make([]map[string]any, len(def.Columns))
 	for i, d := range def.Columns {
-		cols[i] = columnBody(d)
+		var err error
+		if cols[i], err = columnBody(d); err != nil {
+			return pd.Table{}, nil, err
+		}
 	}
 	body := map[string]any{"table_name": def.Name, "columns": cols}
 	if def.DisplayName != nil {
@@ -205,8 +212,12 @@ func (c *Client) GetColumn(ctx context.Context, slug, table, column string) (pd.
 
 // AddColumn adds a column to the table.
 func (c *Client) AddColumn(ctx context.Context, slug, table string, def pd.ColumnDef) (pd.Column, error) {
+	body, err := columnBody(def)
+	if err != nil {
+		return pd.Column{}, err
+	}
 	var out columnAnswer
-	err := c.do(ctx, request{method: "POST", path: project(slug, "column", seg(table)), body: columnBody(def), idempotent: true}, &out)
+	err = c.do(ctx, request{method: "POST", path: project(slug, "column", seg(table)), body: body, idempotent: true}, &out)
 	return out.Column, err
 }
 
@@ -224,6 +235,10 @@ func (c *Client) UpdateColumn(ctx context.Context, slug, table, column string, u
 		body["is_nullable"] = upd.Nullable.To
 	}
 	if upd.Default.Set {
+		if err := pd.CheckValue(upd.Default.To); err != nil {
+			// JSON would carry another value, which the server would take.
+			return pd.Column{}, errors.WithMessagef(err, "default of column %q", column)
+		}
 		body["default_value"] = wireValue(upd.Default.To)
 	}
 	if upd.Unique.Set {
@@ -520,9 +535,20 @@ func wireWhere(w pd.Where) (pd.Where, error) {
 			return nil, errors.WithMessagef(err, "where condition %d", i)
 		}
 		c.Value = wireValue(c.Value)
+		if c.Value == nil && !takesNoValue(c.Op) {
+			// A nil value with = or != matches NULL or not; encoded as
+			// it is, the condition would leave value out ("needs a value").
+			c.Value = json.RawMessage("null")
+		}
 		out[i] = c
 	}
 	return out, nil
+}
+
+// takesNoValue reports whether op, in any case, is one of the operators
+// without a value.
+func takesNoValue(op pd.WhereOp) bool {
+	return strings.EqualFold(string(op), string(pd.WhereIsNull)) || strings.EqualFold(string(op), string(pd.WhereIsNotNull))
 }
 
 // checkWhereValue refuses c's value as the Store does when JSON would not
