@@ -15,6 +15,8 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/pkg/errors"
+
+	"github.com/projectdata/projectdata/sqlguard"
 )
 
 // RestoreProject creates project slug from a copy of the SQLite database
@@ -443,7 +445,11 @@ func checkRestoredObjects(c *conn) (reason string, err error) {
 // is refused instead of failing request after request: the control
 // tables, with their columns and indexes, are those of a new project's
 // database; the application tables are exactly the registry's, with its
-// columns in its order; tokens have known roles. It returns the registry
+// columns in its order, of its types, and none of the clauses the Store
+// never writes (a foreign key, whose actions would change rows past the
+// change log and the row counts, a check, a collation, a conflict clause,
+// WITHOUT ROWID, a default the registry does not have); tokens have known
+// roles. It returns the registry
 // and the first difference found, "" when there is none.
 func checkRestoredSchema(c *conn) (sc *schema, reason string, err error) {
 	want, err := newControlShape()
@@ -477,6 +483,11 @@ func checkRestoredSchema(c *conn) (sc *schema, reason string, err error) {
 		return nil, "", err
 	}
 	for _, t := range sc.tables {
+		for _, col := range t.columns {
+			if _, err := parseColumnType(string(col.Type)); err != nil || col.Type == "" {
+				return nil, fmt.Sprintf("column %q of table %q has the unknown type %.40q", col.Name, t.Name, col.Type), nil
+			}
+		}
 		shape, ok := apps[strings.ToLower(t.Name)]
 		if !ok {
 			return nil, fmt.Sprintf("table %q of its registry is missing", t.Name), nil
@@ -503,10 +514,13 @@ func checkRestoredSchema(c *conn) (sc *schema, reason string, err error) {
 // tableShapes describes the tables of the database on c, by lower-case
 // name: the control tables (control) or the application tables (the
 // others, SQLite's own and Litestream's, which it adds to every database
-// it replicates, left out). A table's shape lists its columns
-// (name, declared type, NOT NULL, primary key, hidden or generated) and, for a control table,
-// its indexes; for an application table, its UNIQUE columns (its
-// indexes, managed or not, do not matter). A virtual table's shape is "virtual".
+// it replicates, left out). A table's shape tells whether it is WITHOUT
+// ROWID or STRICT, lists its columns (name, declared type, NOT NULL,
+// primary key, hidden or generated, whether it has a default), its
+// foreign keys, the CHECK, COLLATE and ON CONFLICT clauses of its SQL,
+// and, for a control table, its indexes; for an application table, its
+// UNIQUE columns (its indexes, managed or not, do not matter). A virtual
+// table's shape is "virtual".
 func tableShapes(c *conn, control bool) (map[string]string, error) {
 	type table struct{ name, sql string }
 	var tables []table
@@ -525,12 +539,40 @@ func tableShapes(c *conn, control bool) (map[string]string, error) {
 			continue
 		}
 		var b strings.Builder
-		err := c.query(`SELECT name, type, "notnull", pk, hidden FROM pragma_table_xinfo(?)`, []any{t.name}, func(st *sqlite3.Stmt) error {
-			fmt.Fprintf(&b, "%q %q %d %d %d\n", st.ColumnText(0), st.ColumnText(1), st.ColumnInt(2), st.ColumnInt(3), st.ColumnInt(4))
+		_, err := c.queryRow(`SELECT wr, strict FROM pragma_table_list WHERE schema = 'main' AND name = ?`, []any{t.name}, func(st *sqlite3.Stmt) error {
+			fmt.Fprintf(&b, "without rowid %d, strict %d\n", st.ColumnInt(0), st.ColumnInt(1))
 			return nil
 		})
 		if err != nil {
 			return nil, err
+		}
+		err = c.query(`SELECT name, type, "notnull", pk, hidden, dflt_value IS NOT NULL FROM pragma_table_xinfo(?)`, []any{t.name}, func(st *sqlite3.Stmt) error {
+			fmt.Fprintf(&b, "%q %q %d %d %d default %d\n", st.ColumnText(0), st.ColumnText(1), st.ColumnInt(2), st.ColumnInt(3), st.ColumnInt(4), st.ColumnInt(5))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		// Foreign keys, and the clauses of the table's SQL that no
+		// pragma tells: their actions and conflict clauses change rows
+		// past the change log and the row counts, and checks and
+		// collations change what the Store's writes and filters do.
+		var more []string
+		err = c.query(`SELECT "table", "from", "to", on_update, on_delete, "match" FROM pragma_foreign_key_list(?)`, []any{t.name}, func(st *sqlite3.Stmt) error {
+			more = append(more, fmt.Sprintf("foreign key %q %q %q %s %s %s", st.ColumnText(0), st.ColumnText(1), st.ColumnText(2), st.ColumnText(3), st.ColumnText(4), st.ColumnText(5)))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, kw := range []string{"CHECK", "COLLATE", "CONFLICT"} {
+			if sqlguard.HasKeyword(t.sql, kw) {
+				more = append(more, "clause "+kw)
+			}
+		}
+		slices.Sort(more)
+		for _, m := range more {
+			b.WriteString(m + "\n")
 		}
 		var indexes []string
 		err = c.query(`SELECT l."unique", l.origin, (SELECT json_group_array(name) FROM pragma_index_info(l.name))
@@ -561,6 +603,7 @@ func tableShapes(c *conn, control bool) (map[string]string, error) {
 // describes as t has.
 func registryShape(t *tableInfo) string {
 	var b strings.Builder
+	b.WriteString("without rowid 0, strict 0\n")
 	var unique []string
 	for _, col := range t.columns {
 		notNull, pk := !col.IsNullable, 0
@@ -571,7 +614,11 @@ func registryShape(t *tableInfo) string {
 		if notNull {
 			n = 1
 		}
-		fmt.Fprintf(&b, "%q %q %d %d 0\n", col.Name, string(col.Type), n, pk)
+		def := 0
+		if col.DefaultValue != nil {
+			def = 1
+		}
+		fmt.Fprintf(&b, "%q %q %d %d 0 default %d\n", col.Name, string(col.Type), n, pk, def)
 		if col.IsUnique && !col.IsPrimary {
 			cols, _ := json.Marshal([]string{col.Name})
 			unique = append(unique, "unique "+string(cols))

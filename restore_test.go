@@ -187,6 +187,25 @@ func TestRestoreProject(t *testing.T) {
 		{"UniquenessDropped", edited(`CREATE TABLE notes2 (id INTEGER PRIMARY KEY, body TEXT, code TEXT);
 			INSERT INTO notes2 SELECT * FROM notes; DROP TABLE notes; ALTER TABLE notes2 RENAME TO notes`)},
 		{"GeneratedColumn", edited(`ALTER TABLE notes ADD COLUMN big TEXT AS (zeroblob(1000000))`)},
+		// Clauses of a table's SQL that the shape of its columns does not
+		// show: a foreign key's action writes past the change log and the
+		// row counts (here, deleting a note would clear a token's
+		// revocation), and the others change what writes and filters do.
+		{"ForeignKeyOnAControlTable", edited(`CREATE TABLE tok2 (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL,
+			role TEXT NOT NULL, secret_sha256 BLOB NOT NULL UNIQUE, expires_at TEXT,
+			revoked_at TEXT REFERENCES notes(code) ON DELETE SET NULL, last_used_at TEXT, created_at TEXT NOT NULL);
+			INSERT INTO tok2 SELECT * FROM _pd_tokens; DROP TABLE _pd_tokens; ALTER TABLE tok2 RENAME TO _pd_tokens`)},
+		{"ForeignKey", rebuiltNotes(`id INTEGER PRIMARY KEY, body TEXT, code TEXT UNIQUE REFERENCES notes(code) ON DELETE CASCADE`)},
+		{"WithoutRowid", edited(`CREATE TABLE keyed2 ("k" TEXT PRIMARY KEY NOT NULL, "v" TEXT) WITHOUT ROWID;
+			DROP TABLE keyed; ALTER TABLE keyed2 RENAME TO keyed`)},
+		{"Check", rebuiltNotes(`id INTEGER PRIMARY KEY, body TEXT CHECK (body <> 'x'), code TEXT UNIQUE`)},
+		{"Collation", rebuiltNotes(`id INTEGER PRIMARY KEY, body TEXT COLLATE NOCASE, code TEXT UNIQUE`)},
+		{"ConflictClause", rebuiltNotes(`id INTEGER PRIMARY KEY, body TEXT, code TEXT UNIQUE ON CONFLICT REPLACE`)},
+		{"DefaultNotInTheRegistry", rebuiltNotes(`id INTEGER PRIMARY KEY, body TEXT DEFAULT 'planted', code TEXT UNIQUE`)},
+		{"UnknownColumnType", func(t *testing.T, good string) string {
+			path := rebuiltNotes(`id INTEGER PRIMARY KEY, body FOO, code TEXT UNIQUE`)(t, good)
+			return edited(`UPDATE _pd_columns SET type = 'FOO' WHERE name = 'body'`)(t, path)
+		}},
 		{"UnknownRole", edited(`UPDATE _pd_tokens SET role = 'root'`)},
 		{"BlankProjectName", edited(`UPDATE _pd_project SET name = ' '`)},
 	}
@@ -195,6 +214,8 @@ func TestRestoreProject(t *testing.T) {
 			is := is.New(t)
 			src, _ := pdtest.NewProject(t, nil)
 			_, _, err := src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "notes", Columns: []projectdata.ColumnDef{{Name: "body"}, {Name: "code", Unique: true}}})
+			is.NoErr(err)
+			_, _, err = src.CreateTable(ctx, "acme", projectdata.TableDef{Name: "keyed", Columns: []projectdata.ColumnDef{{Name: "k", Primary: true}, {Name: "v"}}})
 			is.NoErr(err)
 			rows := make([]projectdata.Row, 2000)
 			for i := range rows {
@@ -212,6 +233,13 @@ func TestRestoreProject(t *testing.T) {
 			pdtest.Code(t, err, projectdata.ErrProjectNotFound)
 		})
 	}
+}
+
+// rebuiltNotes is edited with the table notes made again with the columns
+// cols (SQL), its rows copied.
+func rebuiltNotes(cols string) func(t *testing.T, good string) string {
+	return edited(`CREATE TABLE notes2 (` + cols + `); INSERT INTO notes2 SELECT * FROM notes;
+		DROP TABLE notes; ALTER TABLE notes2 RENAME TO notes`)
 }
 
 // edited makes a bad restore source: a copy of the good one changed by the

@@ -140,6 +140,24 @@ func init() {
 	}
 }
 
+// HasKeyword reports whether the keyword kw (upper case) appears in sql as
+// a bare token: not inside a string, a quoted name or a comment. Input the
+// lexer refuses (see Check) has every keyword: a caller that refuses sql
+// holding kw refuses it too.
+func HasKeyword(sql, kw string) bool {
+	var buf [64]token
+	toks, err := lex(buf[:0], sql)
+	if err != nil {
+		return true
+	}
+	for _, t := range toks {
+		if isKeyword(t, kw) {
+			return true
+		}
+	}
+	return false
+}
+
 // check is Check over the tokens lex returned for sql.
 func check(sql string, toks []token, err error) error {
 	if err != nil {

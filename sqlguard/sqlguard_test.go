@@ -289,3 +289,17 @@ func TestAdmitCountsCallArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestHasKeyword(t *testing.T) {
+	for sql, want := range map[string]bool{
+		`CREATE TABLE t (a TEXT CHECK (a <> ''))`:                                 true,
+		`create table t (a text check(a <> ''))`:                                  true,
+		`CREATE TABLE "check" ([check] TEXT DEFAULT 'CHECK', b /* CHECK */ TEXT)`: false,
+		`CREATE TABLE t (checked TEXT, xcheck TEXT) -- CHECK`:                     false,
+		`CREATE TABLE t (a TEXT DEFAULT 'unterminated)`:                           true, // refused by the lexer
+	} {
+		if got := sqlguard.HasKeyword(sql, "CHECK"); got != want {
+			t.Errorf("HasKeyword(%q, CHECK) = %v, want %v", sql, got, want)
+		}
+	}
+}
