@@ -436,9 +436,10 @@ type jsonStreamer interface {
 // DecodeJSON decodes one JSON request body from r into v. Numbers stay
 // exact (json.Number); unknown object fields, fields named in another case
 // or given twice in one object, and trailing data are refused (a map, such
-// as a Row, keeps the last value of a key given twice). Body types of this package that hold lists (QueryRequest) are
-// read as a stream and refused as soon as they are known to be too large;
-// other types (small fixed-shape bodies) are decoded by encoding/json.
+// as a Row, keeps the last value of a key given twice). Body types of this
+// package that hold lists (QueryRequest) are read as a stream and refused
+// as soon as they are known to be too large; other types (small
+// fixed-shape bodies) are decoded by encoding/json.
 // An empty body (nothing but white space) leaves v as it is and returns
 // false.
 //
