@@ -449,8 +449,8 @@ func checkRestoredObjects(c *conn) (reason string, err error) {
 // never writes (a foreign key, whose actions would change rows past the
 // change log and the row counts, a check, a collation, a conflict clause,
 // WITHOUT ROWID, a default the registry does not have); tokens have known
-// roles. It returns the registry
-// and the first difference found, "" when there is none.
+// roles. It returns the registry and the first difference found, "" when
+// there is none.
 func checkRestoredSchema(c *conn) (sc *schema, reason string, err error) {
 	want, err := newControlShape()
 	if err != nil {
