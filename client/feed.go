@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -160,7 +161,8 @@ func (c *Client) ListChanges(ctx context.Context, slug string, q pd.ChangeQuery)
 // (the resume point is older than the server keeps), ErrInvalidToken,
 // ErrPermissionDenied, ErrProjectNotFound and the other answers to the
 // request itself, ErrResponseTooLarge for a change longer than
-// Options.MaxResponseBytes, or a change that cannot be decoded.
+// Options.MaxResponseBytes, a change that cannot be decoded, or a 200
+// that is not an event stream (a proxy's page).
 func (c *Client) FollowChanges(ctx context.Context, slug string, q pd.ChangeQuery) iter.Seq2[pd.Change, error] {
 	return func(yield func(pd.Change, error) bool) {
 		query, err := changeValues(pd.ChangeQuery{After: q.After, Tables: q.Tables})
@@ -178,6 +180,11 @@ func (c *Client) FollowChanges(ctx context.Context, slug string, q pd.ChangeQuer
 				return
 			case err != nil:
 				// The network: open it again.
+			case res.StatusCode == http.StatusOK && !isEventStream(res.Header.Get("Content-Type")):
+				// A proxy's page, say: opening it again would get it again.
+				res.Body.Close()
+				yield(pd.Change{}, errors.Errorf("projectdata client: GET %s: the server answered %s with %q, not an event stream", req.path, res.Status, res.Header.Get("Content-Type")))
+				return
 			case res.StatusCode == http.StatusOK:
 				failures = 0
 				if q.Following != nil { // the server's feed holds its place and checked After
@@ -203,6 +210,12 @@ func (c *Client) FollowChanges(ctx context.Context, slug string, q pd.ChangeQuer
 			}
 		}
 	}
+}
+
+// isEventStream reports whether contentType is text/event-stream.
+func isEventStream(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "text/event-stream"
 }
 
 // reopens reports whether a change stream refused with err is opened

@@ -464,3 +464,27 @@ func TestFeedCallsFollowingAndPassed(t *testing.T) {
 	is.True(head.Load() > from)
 	is.Equal(passed.Load(), head.Load()) // past busy's changes
 }
+
+// TestFeedEndsOnAnAnswerThatIsNotAStream: a 200 that is not an event
+// stream (a proxy's page) ends the feed with an error, rather than being
+// opened again until its context ends.
+func TestFeedEndsOnAnAnswerThatIsNotAStream(t *testing.T) {
+	is := is.New(t)
+	var opened atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		opened.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html>sign in</html>")
+	}))
+	defer srv.Close()
+	fctx, cancel := context.WithTimeout(ctx, 20*time.Second) // only against hanging
+	defer cancel()
+	n := 0
+	for _, err := range client.New(srv.URL, "pat_x", nil).FollowChanges(fctx, "acme", pd.ChangeQuery{}) {
+		n++
+		is.True(err != nil && strings.Contains(err.Error(), "not an event stream"))
+	}
+	is.Equal(n, 1)
+	is.Equal(opened.Load(), int32(1))
+	is.NoErr(fctx.Err()) // it ended by itself
+}
