@@ -190,6 +190,9 @@ func closeBody(body io.ReadCloser) {
 // write also when, sent before, it found its first attempt still running
 // (409 idempotency_key_in_flight).
 func (c *Client) send(ctx context.Context, req request) (*http.Response, []byte, error) {
+	if err := emptyName(req.path); err != nil {
+		return nil, nil, err
+	}
 	body := req.rawBody
 	if req.body != nil {
 		var err error
@@ -451,6 +454,36 @@ func project(slug string, parts ...string) string {
 		p += "/" + s
 	}
 	return p
+}
+
+// emptyName is the Store's answer, without a request, to a path that
+// names no table, column or index: a name that is empty, which no path
+// carries (the server would answer route_not_found, a route it does not
+// have). A column's or an index's table is named as the caller gave it.
+func emptyName(path string) error {
+	parts := strings.Split(path, "/") // "", "projects", slug, route, table, …
+	if len(parts) < 5 {
+		return nil
+	}
+	switch parts[3] {
+	case "table", "column", "records", "indexes":
+	default:
+		return nil
+	}
+	if parts[4] == "" {
+		return &pd.Error{Code: pd.ErrTableNotFound, Message: `table "" does not exist`}
+	}
+	if len(parts) != 6 || parts[5] != "" {
+		return nil
+	}
+	table, _ := url.PathUnescape(parts[4])
+	switch parts[3] {
+	case "column":
+		return &pd.Error{Code: pd.ErrColumnNotFound, Message: fmt.Sprintf(`column "" does not exist in table %q`, table)}
+	case "indexes":
+		return &pd.Error{Code: pd.ErrIndexNotFound, Message: fmt.Sprintf(`table %q has no index named ""`, table)}
+	}
+	return nil
 }
 
 // recordPath is the path of the row of table whose primary key is id:

@@ -202,6 +202,18 @@ var scenarios = []struct {
 		t, cols, err := a.CreateTable(ctx, "acme", pd.TableDef{Name: "bad", Columns: []pd.ColumnDef{{Name: "s", Default: "\xff"}}})
 		return []any{t, cols}, err
 	}},
+	{"get a table without a name", func(a API) (any, error) { return a.GetTable(ctx, "acme", "") }},
+	{"list the columns of a table without a name", func(a API) (any, error) {
+		name, cols, err := a.ListColumns(ctx, "acme", "")
+		return []any{name, cols}, err
+	}},
+	{"insert into a table without a name", func(a API) (any, error) { return a.Insert(ctx, "acme", "", []pd.Row{{"a": 1}}) }},
+	{"list the rows of a table without a name", func(a API) (any, error) { return a.ListRecords(ctx, "acme", "", pd.ListOptions{}) }},
+	{"get a column without a name", func(a API) (any, error) { return a.GetColumn(ctx, "acme", "orders", "") }},
+	{"change a column without a name", func(a API) (any, error) {
+		return a.UpdateColumn(ctx, "acme", "orders", "", pd.ColumnUpdate{Nullable: pd.SetTo(true)})
+	}},
+	{"drop an index without a name", func(a API) (any, error) { return a.DropIndex(ctx, "acme", "orders", "") }},
 	{"get record", func(a API) (any, error) { return a.GetRecord(ctx, "acme", "orders", 1) }},
 	{"find record", func(a API) (any, error) { return a.FindRecord(ctx, "acme", "ORDERS", "2") }},
 	{"get a missing record", func(a API) (any, error) { return a.GetRecord(ctx, "acme", "orders", 99) }},
