@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -482,57 +483,60 @@ func DecodeJSON(r io.Reader, v any) (bool, error) {
 	case unpairedSurrogate(body.Bytes()): // a backslash is in a string, or invalid JSON
 		return true, errorf(ErrInvalidJSON, "the body holds a string with an unpaired UTF-16 surrogate escape, which is no character")
 	}
-	return true, exactKeys(json.NewDecoder(bytes.NewReader(body.Bytes())), reflect.TypeOf(v))
+	if t := reflect.TypeOf(v); holdsStruct(t, 0) {
+		return true, exactKeys(json.NewDecoder(bytes.NewReader(body.Bytes())), t)
+	}
+	return true, nil
 }
 
 // exactKeys refuses what encoding/json lets through in a body it decoded
 // into a value of type t, read again from d: a struct's field given twice
 // in one object (see errKeyTwice), and a key that names a struct's field
-// in another case ({"WHERE": …}: it takes any case). Maps, and values of
-// types that decode themselves or of interface types, are left as
-// encoding/json read them.
+// in another case ({"WHERE": …}: it takes any case). A value that holds no
+// struct (see holdsStruct), such as a row's, is skipped as encoding/json
+// read it.
 func exactKeys(d *json.Decoder, t reflect.Type) error {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	if !holdsStruct(t, 0) {
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return jsonError(err)
+		}
+		return nil
 	}
-	if t != nil && (t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(jsonUnmarshaler)) {
-		t = nil
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
 	tok, err := d.Token()
 	if err != nil {
 		return jsonError(err)
 	}
-	switch tok {
-	case json.Delim('['):
-		var elem reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
+	// encoding/json took the body: an array is a slice's or an array's,
+	// an object a map's or a struct's.
+	switch k := t.Kind(); {
+	case tok == json.Delim('[') && (k == reflect.Slice || k == reflect.Array):
 		for d.More() {
-			if err := exactKeys(d, elem); err != nil {
+			if err := exactKeys(d, t.Elem()); err != nil {
 				return err
 			}
 		}
-	case json.Delim('{'):
-		var seen keySet
+	case tok == json.Delim('{') && (k == reflect.Map || k == reflect.Struct):
+		var seen fieldSet
 		for d.More() {
 			tok, err := d.Token()
 			if err != nil {
 				return jsonError(err)
 			}
 			key, _ := tok.(string)
-			if t != nil && t.Kind() == reflect.Struct && !seen.add(key) {
-				return errKeyTwice(key)
-			}
 			var elem reflect.Type
-			switch {
-			case t == nil:
-			case t.Kind() == reflect.Map:
+			if k == reflect.Map {
 				elem = t.Elem()
-			case t.Kind() == reflect.Struct:
+			} else {
 				f, ok := jsonField(t, key)
 				if !ok {
 					return errorf(ErrInvalidRequest, "unknown field %.100q", key)
+				}
+				if !seen.add(key) {
+					return errKeyTwice(key)
 				}
 				elem = f.Type
 			}
@@ -541,12 +545,34 @@ func exactKeys(d *json.Decoder, t reflect.Type) error {
 			}
 		}
 	default:
-		return nil // a scalar
+		return nil // a scalar: null, where encoding/json took one
 	}
 	if _, err := d.Token(); err != nil { // the closing delimiter
 		return jsonError(err)
 	}
 	return nil
+}
+
+// holdsStruct reports whether a value of type t may hold a struct whose
+// keys exactKeys checks: t is one, or a pointer to, slice, array or map of
+// such a type. Types that decode themselves and interfaces hold none that
+// encoding/json matched; depth bounds a type made of itself.
+func holdsStruct(t reflect.Type, depth int) bool {
+	switch {
+	case t == nil:
+		return false
+	case depth > 16:
+		return true
+	case t.Kind() == reflect.Interface, reflect.PointerTo(t).Implements(jsonUnmarshaler):
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return holdsStruct(t.Elem(), depth+1)
+	}
+	return false
 }
 
 // jsonUnmarshaler is the type of json.Unmarshaler.
@@ -629,35 +655,16 @@ func errKeyTwice(key string) error {
 	return errorf(ErrInvalidRequest, "the body gives %.100q twice in one object", key)
 }
 
-// keySet is the keys of one object: a few in a list, more in a map.
-type keySet struct {
-	few  [8]string
-	n    int
-	many map[string]struct{}
-}
+// fieldSet is the fields one object of a fixed shape gave, to refuse one
+// given twice: no more than its type has, so a list serves.
+type fieldSet []string
 
 // add adds k, and reports whether it was new.
-func (s *keySet) add(k string) bool {
-	if s.many == nil {
-		for _, x := range s.few[:s.n] {
-			if x == k {
-				return false
-			}
-		}
-		if s.n < len(s.few) {
-			s.few[s.n] = k
-			s.n++
-			return true
-		}
-		s.many = make(map[string]struct{}, 2*len(s.few))
-		for _, x := range s.few {
-			s.many[x] = struct{}{}
-		}
-	}
-	if _, ok := s.many[k]; ok {
+func (s *fieldSet) add(k string) bool {
+	if slices.Contains(*s, k) {
 		return false
 	}
-	s.many[k] = struct{}{}
+	*s = append(*s, k)
 	return true
 }
 

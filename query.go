@@ -58,7 +58,7 @@ var (
 // takes, is refused before the rest is read.
 func (q *QueryRequest) decodeJSONStream(js *jsonStream) error {
 	var sql, query *string
-	var seen keySet
+	var seen fieldSet
 	err := js.object(errQueryBodyShape, func(key string) error {
 		if !seen.add(key) {
 			return errKeyTwice(key)

@@ -461,6 +461,9 @@ func project(slug string, parts ...string) string {
 // carries (the server would answer route_not_found, a route it does not
 // have). A column's or an index's table is named as the caller gave it.
 func emptyName(path string) error {
+	if !strings.Contains(path, "//") && !strings.HasSuffix(path, "/") {
+		return nil // every segment has a name: most paths
+	}
 	parts := strings.Split(path, "/") // "", "projects", slug, route, table, …
 	if len(parts) < 5 {
 		return nil
